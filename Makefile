@@ -1,0 +1,67 @@
+# kube-guard: patched Kubernetes control plane, built from a pinned upstream
+# release plus the patch series in patches/. Every target is one line calling
+# a script under hack/make-rules/; `make help` lists them.
+
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := build
+COMPONENT ?= kubernetes
+
+##@ Main
+
+.PHONY: build
+build: ## Materialise upstream, apply patches, build the patched binaries and tools into _output/bin
+	hack/make-rules/build-all.sh
+
+.PHONY: test
+test: ## Build, then run this repo's tests and upstream's tests of every package the patches touch
+	hack/make-rules/test.sh
+
+.PHONY: verify
+verify: ## Series applies to pristine upstream, export round trip, gofmt, generated code up to date
+	hack/make-rules/verify.sh
+
+##@ Patch series (COMPONENT=kubernetes by default)
+
+.PHONY: materialize
+materialize: ## Rebuild the pristine upstream tree under _output/src/$(COMPONENT)
+	hack/make-rules/materialize.sh $(COMPONENT)
+
+.PHONY: apply
+apply: ## Materialise, then `git am` patches/$(COMPONENT) onto it
+	hack/make-rules/apply.sh $(COMPONENT)
+
+.PHONY: export-patches
+export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patches/$(COMPONENT)
+	hack/make-rules/export.sh $(COMPONENT)
+
+##@ Parts of build and test
+
+.PHONY: binaries
+binaries: ## Build only kube-apiserver, kube-scheduler, kube-controller-manager, kubectl
+	hack/make-rules/build.sh
+
+.PHONY: tools
+tools: ## Build the pinned tools (etcd, kwok, kwokctl) into _output/bin
+	hack/make-rules/tools.sh
+
+.PHONY: codegen
+codegen: ## Run upstream's code generators offline in the materialised tree
+	hack/make-rules/codegen.sh all
+
+.PHONY: test-upstream
+test-upstream: ## Upstream unit and integration tests of the packages the patches touch
+	hack/make-rules/test-upstream.sh
+
+.PHONY: update-staging-overrides
+update-staging-overrides: ## Point this repo's go.mod at the patched staging modules
+	hack/make-rules/update-staging-overrides.sh
+
+##@ Housekeeping
+
+.PHONY: clean
+clean: ## Remove _output/ (refuses while a tree holds unexported work; FORCE=1 overrides)
+	hack/make-rules/clean.sh
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN { FS = ":.*##"; printf "Usage: make <target>\n" } /^[a-zA-Z_-]+:.*?##/ { printf "  %-26s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Common set-up sourced by every script under hack/.
+# Scripts that source it must already have `set -o errexit -o nounset -o pipefail`.
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
+OUTPUT_DIR="${OUTPUT_DIR:-${REPO_ROOT}/_output}"
+OUTPUT_BIN="${OUTPUT_DIR}/bin"
+OUTPUT_SRC="${OUTPUT_DIR}/src"
+export REPO_ROOT OUTPUT_DIR OUTPUT_BIN OUTPUT_SRC
+
+# Use the Go on this machine; never download another toolchain.
+export GOTOOLCHAIN=local
+# Module downloads come from the configured module proxy only.
+export GOFLAGS="${GOFLAGS:-}"
+
+# Fixed identity and time zone for every commit the scripts make in a
+# materialised tree, so that commits (and so exported patches) are reproducible.
+export GIT_AUTHOR_NAME="${GIT_AUTHOR_NAME:-patch-series}"
+export GIT_AUTHOR_EMAIL="${GIT_AUTHOR_EMAIL:-patch-series@localhost}"
+export GIT_COMMITTER_NAME="${GIT_COMMITTER_NAME:-patch-series}"
+export GIT_COMMITTER_EMAIL="${GIT_COMMITTER_EMAIL:-patch-series@localhost}"
+
+log() { printf '+++ %s\n' "$*" >&2; }
+fatal() { printf '!!! %s\n' "$*" >&2; exit 1; }
+
+# component::load NAME: reads build/NAME/component.env into COMPONENT_* variables.
+component::load() {
+  local name="$1"
+  local env="${REPO_ROOT}/build/${name}/component.env"
+  [[ -f "${env}" ]] || fatal "unknown component '${name}': ${env} does not exist"
+  COMPONENT_NAME="${name}"
+  COMPONENT_MODULE=""
+  COMPONENT_VERSION=""
+  COMPONENT_STAGING_VERSION=""
+  # shellcheck disable=SC1090
+  source "${env}"
+  COMPONENT_MODULE="${UPSTREAM_MODULE:?${env}: UPSTREAM_MODULE is not set}"
+  COMPONENT_VERSION="${UPSTREAM_VERSION:?${env}: UPSTREAM_VERSION is not set}"
+  COMPONENT_STAGING_VERSION="${STAGING_VERSION:-}"
+  COMPONENT_TREE="${OUTPUT_SRC}/${name}"
+  COMPONENT_PATCHES="${REPO_ROOT}/patches/${name}"
+  COMPONENT_OVERLAY="${REPO_ROOT}/build/${name}/overlay"
+  # Tags in the materialised tree: the untouched upstream, and the base the
+  # patch series applies to (upstream plus the offline-build adjustments).
+  COMPONENT_UPSTREAM_TAG="upstream/${COMPONENT_VERSION}"
+  COMPONENT_BASE_TAG="base/${COMPONENT_VERSION}"
+  export COMPONENT_NAME COMPONENT_MODULE COMPONENT_VERSION COMPONENT_STAGING_VERSION \
+    COMPONENT_TREE COMPONENT_PATCHES COMPONENT_OVERLAY COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG
+}
+
+# component::git ARGS...: git inside the materialised tree, with stable settings.
+component::git() {
+  GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "${COMPONENT_TREE}" \
+    -c core.abbrev=12 -c diff.algorithm=myers -c diff.renames=true \
+    -c format.signature= -c commit.gpgsign=false -c core.autocrlf=false \
+    -c advice.detachedHead=false "$@"
+}
+
+# component::is_materialised: the tree exists and has the base tag.
+component::is_materialised() {
+  [[ -d "${COMPONENT_TREE}/.git" ]] && component::git rev-parse -q --verify "refs/tags/${COMPONENT_BASE_TAG}" >/dev/null
+}
+
+# component::format_patches DIR: writes the commits base..HEAD of the tree into
+# DIR in the reproducible format of patches/: zeroed From hash, full blob ids,
+# no signature, no "n/m" numbering in subjects, files numbered from 0001.
+component::format_patches() {
+  local out="$1"
+  mkdir -p "${out}"
+  component::git format-patch --quiet --zero-commit --full-index --no-signature \
+    --no-numbered --no-thread --no-cover-letter --start-number=1 --stat=80 \
+    -o "${out}" "${COMPONENT_BASE_TAG}..HEAD"
+}
+
+# component::series_id: one hash for the patch files in patches/<component>.
+component::series_id() {
+  local f
+  {
+    shopt -s nullglob
+    for f in "${COMPONENT_PATCHES}"/*.patch; do
+      printf '%s\n' "$(basename "${f}")"
+      sha256sum <"${f}"
+    done
+  } | sha256sum | cut -d' ' -f1
+}
+
+# component::series_files: the patch files, in order.
+component::series_files() {
+  find "${COMPONENT_PATCHES}" -maxdepth 1 -type f -name '*.patch' 2>/dev/null | LC_ALL=C sort
+}
+
+# Where the tree remembers the last time it was in step with patches/:
+# "<HEAD commit> <series id>".
+component::sync_file() { printf '%s/.git/patch-series-sync' "${COMPONENT_TREE}"; }
+
+component::record_sync() {
+  printf '%s %s\n' "$(component::git rev-parse HEAD)" "$(component::series_id)" >"$(component::sync_file)"
+}
+
+# component::check_no_local_work: fails when the tree has edits or commits that
+# are not (yet) in patches/, because re-materialising or re-applying would lose them.
+component::check_no_local_work() {
+  component::is_materialised || return 0
+  if [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
+    fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches', or discard them (FORCE=1 overrides)"
+  fi
+  local head recorded_head=""
+  head="$(component::git rev-parse HEAD)"
+  [[ "${head}" == "$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")" ]] && return 0
+  if [[ -f "$(component::sync_file)" ]]; then
+    read -r recorded_head _ <"$(component::sync_file)" || true
+  fi
+  [[ "${head}" == "${recorded_head}" ]] && return 0
+  fatal "${COMPONENT_TREE} has commits that are not exported to patches/${COMPONENT_NAME}: run 'make export-patches' (or FORCE=1 to discard them)"
+}

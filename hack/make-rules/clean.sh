@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `make clean`: removes _output/. Refuses while a materialised tree holds
+# commits or edits that are not exported to patches/ (FORCE=1 overrides).
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+
+if [[ -z "${FORCE:-}" ]]; then
+  for env in "${REPO_ROOT}"/build/*/component.env; do
+    component::load "$(basename "$(dirname "${env}")")"
+    component::check_no_local_work
+  done
+fi
+rm -rf "${OUTPUT_DIR}"
+log "removed ${OUTPUT_DIR}"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `make test`: builds everything, then runs
+#   1. this repository's own Go tests (pipeline scripts, version stamps,
+#      integration tests against the built etcd and control plane), and
+#   2. upstream's unit and integration tests of every package the patch series
+#      touches (hack/make-rules/test-upstream.sh).
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+
+"${REPO_ROOT}/hack/make-rules/build-all.sh"
+
+export PATH="${OUTPUT_BIN}:${PATH}"
+status=0
+log "this repository's tests"
+(cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
+log "upstream tests of the packages patches/kubernetes touches"
+"${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+exit "${status}"

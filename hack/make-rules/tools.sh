@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the pinned test tools into _output/bin from the Go module proxy:
+#   etcd, etcdctl   go.etcd.io/etcd/{server,etcdctl}/v3, pinned in hack/tools/etcd
+#   kwok, kwokctl   sigs.k8s.io/kwok/cmd/{kwok,kwokctl}, pinned in hack/tools/kwok
+#
+# Each tool set is a wrapper module of its own (a go.mod with `tool` lines and
+# a complete go.sum), so the dependency graphs never mix and upstream's
+# relative replace directives, which make `go install pkg@version` refuse
+# etcd, do not matter. Builds are static (CGO_ENABLED=0), -trimpath and
+# -mod=readonly; go.mod is never rewritten here (run `go mod tidy` in the
+# wrapper module after changing a pin).
+#
+# Usage: tools.sh [etcd|kwok]...   (default: all)
+# Re-running is cheap (a few seconds): everything comes from Go's build cache,
+# and `go build -o` does not rewrite a binary whose build ID is already current.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+
+TOOLS_DIR="${REPO_ROOT}/hack/tools"
+ALL_TOOLS=(etcd kwok)
+
+export GOWORK=off CGO_ENABLED=0
+
+# tools::module_version DIR MODULE: the version of MODULE that DIR's go.mod selects.
+tools::module_version() {
+  go list -C "$1" -mod=readonly -m -f '{{.Version}}' "$2"
+}
+
+# tools::build DIR BINARY PACKAGE [GO BUILD FLAGS...]: builds PACKAGE (a main
+# package of a dependency of the wrapper module DIR) into ${OUTPUT_BIN}/BINARY.
+tools::build() {
+  local dir="$1" name="$2" pkg="$3"
+  shift 3
+  local out="${OUTPUT_BIN}/${name}" before="" after=""
+  # `go build -o` touches an up-to-date target without rewriting it, so the
+  # mtime says nothing: compare checksums (`go tool buildid` is not shipped
+  # prebuilt and would first be compiled into every new build cache).
+  [[ -e "${out}" ]] && before="$(cksum <"${out}")"
+  go build -C "${dir}" -mod=readonly -trimpath "$@" -o "${out}" "${pkg}" ||
+    fatal "building ${name} (${pkg}) in ${dir} failed"
+  after="$(cksum <"${out}")"
+  if [[ "${before}" == "${after}" ]]; then
+    log "  ${out}: up to date"
+  else
+    log "  ${out}: built"
+  fi
+}
+
+tools::etcd() {
+  local dir="${TOOLS_DIR}/etcd" version
+  version="$(tools::module_version "${dir}" go.etcd.io/etcd/server/v3)"
+  log "etcd ${version} (${dir#"${REPO_ROOT}/"})"
+  tools::build "${dir}" etcd go.etcd.io/etcd/server/v3
+  tools::build "${dir}" etcdctl go.etcd.io/etcd/etcdctl/v3
+}
+
+tools::kwok() {
+  local dir="${TOOLS_DIR}/kwok" version
+  version="$(tools::module_version "${dir}" sigs.k8s.io/kwok)"
+  log "kwok ${version} (${dir#"${REPO_ROOT}/"})"
+  # As kwok's hack/releases.sh stamps a release (VERSION from `git describe`).
+  local ldflags="-X sigs.k8s.io/kwok/pkg/consts.Version=${version}"
+  tools::build "${dir}" kwok sigs.k8s.io/kwok/cmd/kwok -ldflags="${ldflags}"
+  tools::build "${dir}" kwokctl sigs.k8s.io/kwok/cmd/kwokctl -ldflags="${ldflags}"
+}
+
+selected=("$@")
+[[ ${#selected[@]} -gt 0 ]] || selected=("${ALL_TOOLS[@]}")
+for t in "${selected[@]}"; do
+  case "${t}" in
+    etcd | kwok) ;;
+    *) fatal "unknown tool '${t}' (want one of: ${ALL_TOOLS[*]})" ;;
+  esac
+done
+
+mkdir -p "${OUTPUT_BIN}"
+for t in "${selected[@]}"; do
+  "tools::${t}"
+done

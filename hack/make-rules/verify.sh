@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# `make verify`: every check runs (a failure does not hide the next one), and
+# the exit code is non-zero if any failed.
+#   series           each patch series applies with `git am` to a fresh
+#                    checkout of its pristine base (not the working tree)
+#   export           exporting the tree gives back patches/ byte for byte
+#   gofmt            Go files the series touches, and this repo's Go files
+#   staging-overrides go.mod and staging-overrides/ match the tree
+#   codegen          upstream's generators leave the patched tree unchanged
+# Skip a check with e.g. SKIP_VERIFY="codegen".
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+
+components=()
+for env in "${REPO_ROOT}"/build/*/component.env; do
+  components+=("$(basename "$(dirname "${env}")")")
+done
+for c in "${components[@]}"; do
+  "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}"
+done
+
+verify_series() {
+  local c wt rc=0
+  for c in "${components[@]}"; do
+    component::load "${c}"
+    wt="$(mktemp -d)"
+    component::git worktree add --quiet --detach "${wt}/tree" "${COMPONENT_BASE_TAG}"
+    local p n=0
+    while read -r p; do
+      [[ -n "${p}" ]] || continue
+      if ! (COMPONENT_TREE="${wt}/tree" component::git am --quiet --3way --keep-cr "${p}"); then
+        echo "patches/${c}/$(basename "${p}") does not apply to a fresh ${COMPONENT_BASE_TAG}" >&2
+        rc=1
+        break
+      fi
+      n=$((n + 1))
+    done < <(component::series_files)
+    if [[ ${rc} -eq 0 ]]; then
+      log "  ${c}: ${n} patches apply to a fresh ${COMPONENT_BASE_TAG}"
+    fi
+    component::git worktree remove --force "${wt}/tree"
+    rm -rf "${wt}"
+  done
+  return "${rc}"
+}
+
+verify_export() {
+  local c tmp rc=0
+  for c in "${components[@]}"; do
+    component::load "${c}"
+    tmp="$(mktemp -d)"
+    component::format_patches "${tmp}"
+    mkdir -p "${COMPONENT_PATCHES}"
+    if ! diff -r --exclude=.gitkeep "${COMPONENT_PATCHES}" "${tmp}" >&2; then
+      echo "patches/${c} differs from an export of ${COMPONENT_TREE} (see the diff above)" >&2
+      rc=1
+    fi
+    rm -rf "${tmp}"
+  done
+  return "${rc}"
+}
+
+verify_gofmt() {
+  local c files=() bad
+  for c in "${components[@]}"; do
+    component::load "${c}"
+    while read -r f; do
+      files+=("${COMPONENT_TREE}/${f}")
+    done < <(component::git diff --name-only --diff-filter=d "${COMPONENT_BASE_TAG}" -- '*.go')
+  done
+  while read -r f; do
+    files+=("${f}")
+  done < <(cd "${REPO_ROOT}" && git ls-files --cached --others --exclude-standard -- '*.go' | sed "s#^#${REPO_ROOT}/#")
+  [[ ${#files[@]} -gt 0 ]] || return 0
+  bad="$(gofmt -l "${files[@]}")"
+  if [[ -n "${bad}" ]]; then
+    printf 'not gofmt-clean:\n%s\n' "${bad}" >&2
+    return 1
+  fi
+}
+
+verify_staging_overrides() {
+  "${REPO_ROOT}/hack/make-rules/update-staging-overrides.sh"
+  (cd "${REPO_ROOT}" && git --no-pager diff --exit-code -- go.mod staging-overrides) &&
+    [[ -z "$(cd "${REPO_ROOT}" && git status --porcelain -- staging-overrides)" ]]
+}
+
+verify_codegen() {
+  "${REPO_ROOT}/hack/make-rules/verify-codegen.sh"
+}
+
+status=0
+for check in series export gofmt staging_overrides codegen; do
+  if [[ " ${SKIP_VERIFY:-} " == *" ${check//_/-} "* ]]; then
+    log "verify ${check//_/-}: skipped"
+    continue
+  fi
+  log "verify ${check//_/-}"
+  if "verify_${check}"; then
+    log "verify ${check//_/-}: ok"
+  else
+    log "verify ${check//_/-}: FAILED"
+    status=1
+  fi
+done
+exit "${status}"

@@ -1,0 +1,233 @@
+// Package pipeline tests the scripts that rebuild upstream from the module
+// proxy, apply the patch series and export it again. They run in a scratch
+// copy of this repository's scripts with their own _output/, so they never
+// touch the developer's tree.
+package pipeline
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	realRepo string // this repository
+	scratch  string // a copy of its scripts, with its own _output/
+	tree     string // scratch's materialised kubernetes tree
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		panic(err)
+	}
+	realRepo = strings.TrimSpace(string(out))
+	dir, err := os.MkdirTemp("", "pipeline-test-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	scratch = dir
+	for _, d := range []string{"hack", "build"} {
+		if out, err := exec.Command("cp", "-R", filepath.Join(realRepo, d), scratch).CombinedOutput(); err != nil {
+			panic(string(out))
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(scratch, "patches", "kubernetes"), 0o755); err != nil {
+		panic(err)
+	}
+	tree = filepath.Join(scratch, "_output", "src", "kubernetes")
+	return m.Run()
+}
+
+// script runs hack/make-rules/<name> in the scratch repository.
+func script(t *testing.T, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(scratch, "hack", "make-rules", name)}, args...)...)
+	cmd.Env = append(append(os.Environ(), "OUTPUT_DIR="+filepath.Join(scratch, "_output")), env...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	return buf.String(), err
+}
+
+func mustScript(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := script(t, nil, name, args...)
+	require.NoError(t, err, "%s failed:\n%s", name, out)
+	return out
+}
+
+// git runs git in the scratch tree with a fixed identity and dates.
+func git(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", tree}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test Author", "GIT_AUTHOR_EMAIL=author@localhost",
+		"GIT_COMMITTER_NAME=Test Author", "GIT_COMMITTER_EMAIL=author@localhost",
+		"GIT_AUTHOR_DATE=2026-10-01T12:00:00Z", "GIT_COMMITTER_DATE=2026-10-01T12:00:00Z")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v:\n%s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+func patchesDir() string { return filepath.Join(scratch, "patches", "kubernetes") }
+
+// readPatches returns the patch files of the scratch series by name.
+func readPatches(t *testing.T) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(patchesDir())
+	require.NoError(t, err)
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(patchesDir(), e.Name()))
+		require.NoError(t, err)
+		files[e.Name()] = string(b)
+	}
+	return files
+}
+
+func names(m map[string]string) []string {
+	var n []string
+	for k := range m {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func appendLine(t *testing.T, rel, line string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(tree, rel), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(line + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// The tests below share the scratch tree and run in file order.
+
+func TestMaterializeEmptySeries(t *testing.T) {
+	out := mustScript(t, "apply.sh")
+	require.Contains(t, out, "applying 0 patches")
+	require.Equal(t, git(t, "rev-parse", "base/v1.37.1^{commit}"), git(t, "rev-parse", "HEAD"), "an empty series leaves the tree at base")
+	require.Equal(t, git(t, "rev-parse", "upstream/v1.37.1^{commit}"), git(t, "rev-parse", "base/v1.37.1^"), "base sits directly on the untouched upstream import")
+	// The import is reproducible: the same commits as the developer's tree, when there is one.
+	if realTree := filepath.Join(realRepo, "_output", "src", "kubernetes"); dirExists(realTree) {
+		real, err := exec.Command("git", "-C", realTree, "rev-parse", "upstream/v1.37.1^{commit}").Output()
+		require.NoError(t, err)
+		require.Equal(t, strings.TrimSpace(string(real)), git(t, "rev-parse", "upstream/v1.37.1^{commit}"))
+	}
+	// Staging modules are in place, vendor/ is gone, scripts are executable.
+	require.FileExists(t, filepath.Join(tree, "staging", "src", "k8s.io", "api", "go.mod"))
+	require.NoDirExists(t, filepath.Join(tree, "vendor"))
+	st, err := os.Stat(filepath.Join(tree, "hack", "update-codegen.sh"))
+	require.NoError(t, err)
+	require.NotZero(t, st.Mode()&0o100, "hack/update-codegen.sh is executable")
+
+	out = mustScript(t, "materialize.sh")
+	require.Contains(t, out, "already materialised", "re-running materialize with nothing changed is a no-op")
+	out = mustScript(t, "apply.sh")
+	require.Contains(t, out, "already applied")
+}
+
+func TestExportRoundTrip(t *testing.T) {
+	appendLine(t, "pkg/scheduler/framework/preemption/preemption.go", "\n// A comment added by the round-trip test.")
+	git(t, "commit", "-q", "-am", "scheduler: first test change", "-m", "Body of the first change.")
+	appendLine(t, "staging/src/k8s.io/api/scheduling/v1/types.go", "\n// Another comment.")
+	git(t, "commit", "-q", "-am", "api: second test change")
+	want := git(t, "rev-parse", "HEAD^{tree}")
+
+	mustScript(t, "export.sh")
+	exported := readPatches(t)
+	require.Equal(t, []string{"0001-scheduler-first-test-change.patch", "0002-api-second-test-change.patch"}, names(exported))
+	for name, p := range exported {
+		require.True(t, strings.HasPrefix(p, "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"), "%s: zeroed From line", name)
+		require.Contains(t, p, "Subject: [PATCH] ", "%s: no n/m numbering", name)
+		require.NotContains(t, p, "\n-- \n", "%s: no signature", name)
+	}
+
+	// Re-materialise from scratch, apply, and compare the trees.
+	require.NoError(t, os.RemoveAll(tree))
+	mustScript(t, "apply.sh")
+	require.Equal(t, want, git(t, "rev-parse", "HEAD^{tree}"), "materialise + apply rebuilds the same tree")
+	require.Equal(t, "scheduler: first test change", git(t, "log", "-1", "--format=%s", "HEAD^"))
+
+	// Exporting again gives byte-identical patches.
+	mustScript(t, "export.sh")
+	require.Equal(t, exported, readPatches(t), "materialise -> apply -> export leaves patches/ byte-identical")
+}
+
+func TestConflictingPatchStops(t *testing.T) {
+	before := git(t, "rev-parse", "HEAD")
+	conflict := `From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Test Author <author@localhost>
+Date: Thu, 1 Oct 2026 12:00:00 +0000
+Subject: [PATCH] conflicting change
+
+---
+ staging/src/k8s.io/api/scheduling/v1/types.go | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/staging/src/k8s.io/api/scheduling/v1/types.go b/staging/src/k8s.io/api/scheduling/v1/types.go
+--- a/staging/src/k8s.io/api/scheduling/v1/types.go
++++ b/staging/src/k8s.io/api/scheduling/v1/types.go
+@@ -1,3 +1,3 @@
+ /*
+-Copyright 1999 Nobody Wrote This Line.
++Copyright 2000 Nor This One.
+ 
+`
+	path := filepath.Join(patchesDir(), "0003-conflicting-change.patch")
+	require.NoError(t, os.WriteFile(path, []byte(conflict), 0o644))
+	defer os.Remove(path)
+
+	out, err := script(t, nil, "apply.sh")
+	require.Error(t, err, "a patch that does not apply must fail the apply:\n%s", out)
+	require.Contains(t, out, "patches/kubernetes/0003-conflicting-change.patch does not apply to base/v1.37.1")
+	require.Contains(t, out, "staging/src/k8s.io/api/scheduling/v1/types.go")
+	// The patches before it are applied; no am session is left behind.
+	require.Equal(t, "api: second test change", git(t, "log", "-1", "--format=%s"))
+	require.NoDirExists(t, filepath.Join(tree, ".git", "rebase-apply"))
+
+	require.NoError(t, os.Remove(path))
+	mustScript(t, "apply.sh")
+	require.Equal(t, git(t, "rev-parse", before+"^{tree}"), git(t, "rev-parse", "HEAD^{tree}"))
+}
+
+func TestUnexportedWorkIsNeverDiscarded(t *testing.T) {
+	appendLine(t, "pkg/scheduler/scheduler.go", "\n// Work in progress.")
+	out, err := script(t, nil, "export.sh")
+	require.Error(t, err)
+	require.Contains(t, out, "uncommitted edits")
+
+	git(t, "commit", "-q", "-am", "scheduler: work in progress")
+	// patches/ changes underneath (as after a pull): re-applying would drop the new commit.
+	require.NoError(t, os.Remove(filepath.Join(patchesDir(), "0002-api-second-test-change.patch")))
+	out, err = script(t, nil, "apply.sh")
+	require.Error(t, err, "apply must refuse to discard an unexported commit:\n%s", out)
+	require.Contains(t, out, "not exported")
+	require.Equal(t, "scheduler: work in progress", git(t, "log", "-1", "--format=%s"), "the commit is still there")
+	out, err = script(t, nil, "clean.sh")
+	require.Error(t, err, "clean must refuse too:\n%s", out)
+	require.DirExists(t, tree)
+
+	out, err = script(t, []string{"FORCE=1"}, "apply.sh")
+	require.NoError(t, err, out)
+	require.Equal(t, "scheduler: first test change", git(t, "log", "-1", "--format=%s"), "FORCE=1 applies patches/ as it is")
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}

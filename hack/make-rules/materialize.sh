@@ -127,6 +127,7 @@ unset GIT_AUTHOR_DATE GIT_COMMITTER_DATE
 COMPONENT_TREE="${new%.new}"
 rm -rf "${COMPONENT_TREE}"
 mv "${new}" "${COMPONENT_TREE}"
-component::record_sync
+# In step with no series yet: apply.sh applies patches/ onto the fresh base.
+printf '%s %s\n' "$(component::git rev-parse HEAD)" "materialised" >"$(component::sync_file)"
 echo "${recipe}" >"${stamp}"
 log "${COMPONENT_TREE}: ${COMPONENT_MODULE}@${COMPONENT_VERSION} at $(component::git rev-parse --short "${COMPONENT_BASE_TAG}") (tags ${COMPONENT_UPSTREAM_TAG}, ${COMPONENT_BASE_TAG})"

@@ -4,7 +4,8 @@
 # (test/integration/...) with the project's etcd first on PATH, as upstream's
 # test/integration/framework expects.
 #
-# Usage: test-upstream.sh [go test flags...]
+# Usage: test-upstream.sh [--list | go test flags...]
+#   --list  print the unit and integration packages that would be tested
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
@@ -39,6 +40,12 @@ for d in "${dirs[@]}"; do
     *) unit+=("./${d}") ;;
   esac
 done
+
+if [[ "${1:-}" == "--list" ]]; then
+  [[ ${#unit[@]} -eq 0 ]] || printf 'unit %s\n' "${unit[@]}"
+  [[ ${#integration[@]} -eq 0 ]] || printf 'integration %s\n' "${integration[@]}"
+  exit 0
+fi
 
 export PATH="${OUTPUT_BIN}:${PATH}"
 cd "${COMPONENT_TREE}"

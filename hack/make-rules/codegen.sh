@@ -151,6 +151,11 @@ codegen::install_protoc() {
 VENDOR_SCAFFOLD=""
 codegen::vendor_scaffold() {
   local gogo
+  # A scaffold left behind by a killed run goes; any other vendor/ is not ours.
+  if [[ -L "${TREE}/vendor/github.com/gogo/protobuf" ]] &&
+    [[ -z "$(find "${TREE}/vendor" -mindepth 1 ! -path "${TREE}/vendor/github.com" ! -path "${TREE}/vendor/github.com/gogo" ! -path "${TREE}/vendor/github.com/gogo/protobuf" -print -quit)" ]]; then
+    VENDOR_SCAFFOLD="${TREE}/vendor" codegen::remove_vendor_scaffold
+  fi
   if [[ -e "${TREE}/vendor" ]]; then
     fatal "${TREE}/vendor exists: the tree is expected to have no vendor/ (see materialize.sh)"
   fi
@@ -204,12 +209,12 @@ codegen::subproject_list() {
     sed -n 's#^[[:space:]]*\(staging/[^[:space:]]*\)[[:space:]]*$#\1#p'
 }
 
-# What codegen::subprojects does, for the sub-projects the tree has. It
-# cannot run upstream's own loop: staging/src/k8s.io/code-generator/examples
+# What update-codegen.sh's codegen::subprojects does, for the sub-projects the
+# tree has. Upstream's own loop cannot run here: staging/src/k8s.io/code-generator/examples
 # is a module of its own (so not in the k8s.io/code-generator zip) and the
 # module proxy does not serve k8s.io/code-generator/examples; its generated
 # code lives only in that directory, so nothing in the tree depends on it.
-codegen::subprojects() {
+codegen::run_subprojects() {
   local subs=() sub
   mapfile -t subs < <(codegen::subproject_list)
   [[ ${#subs[@]} -gt 0 ]] || fatal "cannot find the sub-project list in hack/update-codegen.sh"
@@ -236,8 +241,8 @@ codegen::step::codegen() {
   codegen::install_protoc
   codegen::vendor_scaffold
   export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-mod=readonly"
-  # Every codegen of update-codegen.sh, in its order; codegen::subprojects is
-  # replaced by codegen::subprojects above.
+  # Every codegen of update-codegen.sh, in its order, with its "subprojects"
+  # codegen done by codegen::run_subprojects instead.
   mapfile -t all < <(hack/update-codegen.sh '-?' | sed -n 's/^    \([a-z0-9_]*\)$/\1/p')
   [[ ${#all[@]} -gt 0 ]] || fatal "hack/update-codegen.sh -? listed no codegens"
   for g in "${all[@]}"; do
@@ -253,7 +258,7 @@ codegen::step::codegen() {
     hack/update-codegen.sh
   else
     [[ ${#before[@]} -eq 0 ]] || hack/update-codegen.sh "${before[@]}"
-    codegen::subprojects
+    codegen::run_subprojects
     [[ ${#after[@]} -eq 0 ]] || hack/update-codegen.sh "${after[@]}"
   fi
   codegen::remove_vendor_scaffold
@@ -262,6 +267,7 @@ codegen::step::codegen() {
 codegen::step::openapi-spec() {
   local etcd_version upstream_etcd
   etcd_version="$(codegen::install_etcd)"
+  # shellcheck disable=SC2016 # a literal ${ETCD_VERSION:-...} is matched
   upstream_etcd="$(sed -n 's/^ETCD_VERSION=\${ETCD_VERSION:-\([0-9.]*\)}$/\1/p' hack/lib/etcd.sh)"
   if [[ "${etcd_version}" != "${upstream_etcd}" ]]; then
     log "etcd ${etcd_version} stands in for the etcd ${upstream_etcd:-?} that hack/lib/etcd.sh names (ETCD_VERSION=${etcd_version})"

@@ -25,7 +25,9 @@ recipe_id() {
   {
     cat "${REPO_ROOT}/build/${COMPONENT_NAME}/component.env" "${BASH_SOURCE[0]}"
     if [[ -d "${COMPONENT_OVERLAY}" ]]; then
+      # Files by content, symlinks by target.
       (cd "${COMPONENT_OVERLAY}" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+      (cd "${COMPONENT_OVERLAY}" && find . -type l -printf '%p -> %l\n' | LC_ALL=C sort)
     fi
   } | sha256sum | cut -d' ' -f1
 }
@@ -116,7 +118,7 @@ for n in "${refused[@]}"; do
 done
 if [[ -d "${COMPONENT_OVERLAY}" ]]; then
   cp -R "${COMPONENT_OVERLAY}/." "${new}/"
-  notes+=("- added from build/${COMPONENT_NAME}/overlay: $(cd "${COMPONENT_OVERLAY}" && find . -type f | sed 's#^\./##' | LC_ALL=C sort | paste -sd' ').")
+  notes+=("- added from build/${COMPONENT_NAME}/overlay: $(cd "${COMPONENT_OVERLAY}" && find . ! -type d | sed 's#^\./##' | LC_ALL=C sort | paste -sd' ').")
 fi
 component::git add --all --force .
 component::git commit --quiet --no-verify --allow-empty -m "Prepare ${COMPONENT_MODULE} ${COMPONENT_VERSION} for offline module builds" \

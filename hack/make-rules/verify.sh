@@ -79,10 +79,18 @@ verify_gofmt() {
   fi
 }
 
+# The update script must find nothing to change.
 verify_staging_overrides() {
+  local before after
+  snapshot() { cat "${REPO_ROOT}/go.mod"; (cd "${REPO_ROOT}" && find staging-overrides -printf '%p %y %l\n' | LC_ALL=C sort); }
+  before="$(snapshot)"
   "${REPO_ROOT}/hack/make-rules/update-staging-overrides.sh"
-  (cd "${REPO_ROOT}" && git --no-pager diff --exit-code -- go.mod staging-overrides) &&
-    [[ -z "$(cd "${REPO_ROOT}" && git status --porcelain -- staging-overrides)" ]]
+  after="$(snapshot)"
+  if [[ "${before}" != "${after}" ]]; then
+    diff <(echo "${before}") <(echo "${after}") >&2 || true
+    echo "go.mod or staging-overrides/ were out of date (now updated): review and commit them" >&2
+    return 1
+  fi
 }
 
 verify_codegen() {

@@ -14,7 +14,8 @@ component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 
 
 # touched_dirs: the package directories of the files changed on top of base.
 # A changed file that is not Go code (testdata, fixtures) belongs to the
-# nearest enclosing directory that holds Go files.
+# nearest enclosing directory that holds Go files. When anything is touched,
+# the packages of build/kubernetes/always-test-packages are tested too.
 touched_dirs() {
   local f d
   component::git diff --name-only --diff-filter=d "${COMPONENT_BASE_TAG}" -- | while read -r f; do
@@ -33,6 +34,11 @@ if [[ ${#dirs[@]} -eq 0 ]]; then
 fi
 unit=()
 integration=()
+# Plus the cross-cutting packages of build/kubernetes/always-test-packages.
+while read -r d; do
+  d="${d#./}"
+  [[ -n "${d}" && ! " ${dirs[*]} " == *" ${d} "* ]] && dirs+=("${d}")
+done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "${REPO_ROOT}/build/kubernetes/always-test-packages")
 for d in "${dirs[@]}"; do
   case "${d}" in
     test/integration/*) integration+=("./${d}") ;;

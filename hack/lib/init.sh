@@ -48,6 +48,12 @@ component::load() {
     COMPONENT_TREE COMPONENT_PATCHES COMPONENT_OVERLAY COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG
 }
 
+# component::staging_modules GO_WORK: the names of the staging modules a
+# go.work uses (its ./staging/src/k8s.io/<name> entries), one a line.
+component::staging_modules() {
+  sed -n 's#^[[:space:]]*\./staging/src/k8s.io/\([^[:space:]]*\)[[:space:]]*$#\1#p' "$1"
+}
+
 # component::git ARGS...: git inside the materialised tree, with stable settings.
 component::git() {
   GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "${COMPONENT_TREE}" \

@@ -68,7 +68,7 @@ chmod -R u+w "${new}"
 staging=()
 refused=()
 if [[ -n "${COMPONENT_STAGING_VERSION}" && -f "${new}/go.work" ]]; then
-  mapfile -t names < <(sed -n 's#^[[:space:]]*\./staging/src/k8s.io/\([^[:space:]]*\)[[:space:]]*$#\1#p' "${new}/go.work")
+  mapfile -t names < <(component::staging_modules "${new}/go.work")
   log "downloading ${#names[@]} staging modules at ${COMPONENT_STAGING_VERSION}"
   args=()
   for n in "${names[@]}"; do args+=("k8s.io/${n}@${COMPONENT_STAGING_VERSION}"); done

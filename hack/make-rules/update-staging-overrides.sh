@@ -13,7 +13,7 @@ component::is_materialised || "${REPO_ROOT}/hack/make-rules/materialize.sh" kube
 
 overrides="${REPO_ROOT}/staging-overrides/k8s.io"
 rel_tree="../../${COMPONENT_TREE#"${REPO_ROOT}/"}"
-mapfile -t names < <(sed -n 's#^[[:space:]]*\./staging/src/k8s.io/\([^[:space:]]*\)[[:space:]]*$#\1#p' "${COMPONENT_TREE}/go.work")
+mapfile -t names < <(component::staging_modules "${COMPONENT_TREE}/go.work")
 
 rm -rf "${overrides}"
 mkdir -p "${overrides}"

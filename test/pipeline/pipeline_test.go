@@ -50,11 +50,18 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// scriptCmd prepares hack/make-rules/<name> of the scratch repository, with
+// its own OUTPUT_DIR and the extra environment env.
+func scriptCmd(env []string, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command("bash", append([]string{filepath.Join(scratch, "hack", "make-rules", name)}, args...)...)
+	cmd.Env = append(append(os.Environ(), "OUTPUT_DIR="+filepath.Join(scratch, "_output")), env...)
+	return cmd
+}
+
 // script runs hack/make-rules/<name> in the scratch repository.
 func script(t *testing.T, env []string, name string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("bash", append([]string{filepath.Join(scratch, "hack", "make-rules", name)}, args...)...)
-	cmd.Env = append(append(os.Environ(), "OUTPUT_DIR="+filepath.Join(scratch, "_output")), env...)
+	cmd := scriptCmd(env, name, args...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
@@ -70,8 +77,7 @@ func mustScript(t *testing.T, name string, args ...string) string {
 
 func mustScriptStdout(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("bash", append([]string{filepath.Join(scratch, "hack", "make-rules", name)}, args...)...)
-	cmd.Env = append(os.Environ(), "OUTPUT_DIR="+filepath.Join(scratch, "_output"))
+	cmd := scriptCmd(nil, name, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

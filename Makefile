@@ -9,7 +9,7 @@ COMPONENT ?= kubernetes
 ##@ Main
 
 .PHONY: build
-build: ## Materialise upstream, apply patches, build the patched binaries and tools into _output/bin
+build: ## Materialise upstream, apply patches, build the patched binaries, the descheduler and tools into _output/bin
 	hack/make-rules/build-all.sh
 
 .PHONY: test
@@ -17,10 +17,24 @@ test: ## Build, then run this repo's tests and upstream's tests of every package
 	hack/make-rules/test.sh
 
 .PHONY: verify
-verify: ## Series applies to pristine upstream, export round trip, gofmt, generated code up to date
+verify: ## Every series applies to pristine upstream, export round trip, gofmt, go.mod overrides, generated code up to date
 	hack/make-rules/verify.sh
 
-##@ Patch series (COMPONENT=kubernetes by default)
+##@ Local cluster (knobs: LOCAL_NODES=4, LOCAL_FEATURE_GATES=DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true; see hack/lib/local.sh)
+
+.PHONY: local-up
+local-up: ## Start etcd, the patched control plane and LOCAL_NODES KWOK nodes on 127.0.0.1 (kubeconfig: _output/local/kubeconfig)
+	hack/make-rules/local-up.sh
+
+.PHONY: local-down
+local-down: ## Stop the processes local-up started (pid files) and remove _output/local
+	hack/make-rules/local-down.sh
+
+.PHONY: e2e
+e2e: ## Bring a local cluster up, run test/e2e (gates on, then off), bring it down
+	hack/make-rules/e2e.sh
+
+##@ Patch series (COMPONENT=kubernetes by default, or COMPONENT=descheduler)
 
 .PHONY: materialize
 materialize: ## Rebuild the pristine upstream tree under _output/src/$(COMPONENT)
@@ -40,6 +54,10 @@ export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patch
 binaries: ## Build only kube-apiserver, kube-scheduler, kube-controller-manager, kubectl
 	hack/make-rules/build.sh
 
+.PHONY: descheduler
+descheduler: ## Build only the descheduler, against the patched k8s.io/* staging modules
+	hack/make-rules/build.sh descheduler
+
 .PHONY: tools
 tools: ## Build the pinned tools (etcd, kwok, kwokctl) into _output/bin
 	hack/make-rules/tools.sh
@@ -56,6 +74,10 @@ test-upstream: ## Upstream unit and integration tests of the packages the patche
 update-staging-overrides: ## Point this repo's go.mod at the patched staging modules
 	hack/make-rules/update-staging-overrides.sh
 
+.PHONY: update-staging-replaces
+update-staging-replaces: ## Rewrite build/descheduler/overlay/go.{mod,sum}: the descheduler on the patched staging modules
+	hack/make-rules/update-staging-replaces.sh
+
 ##@ Housekeeping
 
 .PHONY: clean
@@ -64,4 +86,4 @@ clean: ## Remove _output/ (refuses while a tree holds unexported work; FORCE=1 o
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN { FS = ":.*##"; printf "Usage: make <target>\n" } /^[a-zA-Z_-]+:.*?##/ { printf "  %-26s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*##"; printf "Usage: make <target>\n" } /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-26s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

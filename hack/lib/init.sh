@@ -48,6 +48,20 @@ component::load() {
     COMPONENT_TREE COMPONENT_PATCHES COMPONENT_OVERLAY COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG
 }
 
+# component::setting NAME VAR: the value of VAR in build/NAME/component.env
+# (empty when it sets none), read in a subshell where VAR starts unset, so
+# neither the environment nor a component loaded before leaks into it.
+component::setting() {
+  local env="${REPO_ROOT}/build/$1/component.env"
+  [[ -f "${env}" ]] || fatal "unknown component '$1': ${env} does not exist"
+  (
+    unset "$2"
+    # shellcheck disable=SC1090
+    source "${env}"
+    printf '%s\n' "${!2:-}"
+  )
+}
+
 # component::staging_modules GO_WORK: the names of the staging modules a
 # go.work uses (its ./staging/src/k8s.io/<name> entries), one a line.
 component::staging_modules() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Version stamping for the patched Kubernetes binaries, in the form upstream's
 # hack/lib/version.sh uses (the same -X keys, set in both
-# k8s.io/component-base/version and k8s.io/client-go/pkg/version).
+# k8s.io/component-base/version and k8s.io/client-go/pkg/version), and for
+# the descheduler in the form of its Makefile (version::descheduler_ldflags).
 #
 # The fork version is <upstream version>-<FORK_NAME>.<patches on base>, e.g.
 # v1.37.1-guard.12: a semver pre-release of the upstream release, which
@@ -49,4 +50,17 @@ version::ldflags() {
     done
   done
   echo "${flags[*]}"
+}
+
+# version::descheduler_ldflags PKG: the -X flags of the descheduler's version
+# package PKG, the four upstream's Makefile sets (version, buildDate,
+# gitbranch, gitsha1), from version::vars. Upstream's VERSION is
+# v<date>-<git describe>; ours is the fork version, e.g. v0.36.0-guard.0 (the
+# descheduler derives Major/Minor only from its own format and leaves them
+# empty for this one).
+version::descheduler_ldflags() {
+  local pkg="$1" branch
+  branch="$(component::git branch --show-current)"
+  echo "-X '${pkg}.version=${FORK_GIT_VERSION}' -X '${pkg}.buildDate=${FORK_BUILD_DATE}'" \
+    "-X '${pkg}.gitbranch=${branch:-HEAD}' -X '${pkg}.gitsha1=${FORK_GIT_COMMIT}'"
 }

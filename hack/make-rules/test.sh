@@ -4,7 +4,9 @@
 #   1. this repository's own Go tests (pipeline scripts, version stamps,
 #      integration tests against the built etcd and control plane), and
 #   2. upstream's unit and integration tests of every package the patch series
-#      touches (hack/make-rules/test-upstream.sh).
+#      touches (hack/make-rules/test-upstream.sh), and
+#   3. the end-to-end suite on a local cluster (hack/make-rules/e2e.sh;
+#      SKIP_E2E=1 skips it).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
@@ -18,4 +20,10 @@ log "this repository's tests"
 (cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
 log "upstream tests of the packages patches/kubernetes touches"
 "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+if [[ "${SKIP_E2E:-0}" == "1" ]]; then
+  log "SKIP_E2E=1: end-to-end tests skipped"
+else
+  log "end-to-end tests on a local cluster"
+  "${REPO_ROOT}/hack/make-rules/e2e.sh" || status=1
+fi
 exit "${status}"

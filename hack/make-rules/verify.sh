@@ -6,15 +6,41 @@
 #   export           exporting the tree gives back patches/ byte for byte
 #   gofmt            Go files the series touches, and this repo's Go files
 #   staging-overrides go.mod and staging-overrides/ match the tree
+#   staging-replaces the go.mod/go.sum overlays that put a component (the
+#                    descheduler) on the patched staging modules are up to date
 #   codegen          upstream's generators leave the patched tree unchanged
 # Skip a check with e.g. SKIP_VERIFY="codegen".
+#
+# Usage: verify.sh [component...]   (default: every component under build/)
+# staging-overrides and codegen concern the kubernetes tree and run only when
+# kubernetes is among the components; staging-replaces checks the listed
+# components that set STAGING_FROM.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
-components=()
-for env in "${REPO_ROOT}"/build/*/component.env; do
-  components+=("$(basename "$(dirname "${env}")")")
+components=("$@")
+if [[ ${#components[@]} -eq 0 ]]; then
+  for env in "${REPO_ROOT}"/build/*/component.env; do
+    components+=("$(basename "$(dirname "${env}")")")
+  done
+fi
+for c in "${components[@]}"; do
+  component::load "${c}"
 done
+# verifying CHECK: whether CHECK applies to the components being verified.
+verifying() {
+  local c
+  case "$1" in
+    staging_overrides | codegen) [[ " ${components[*]} " == *" kubernetes "* ]] ;;
+    staging_replaces)
+      for c in "${components[@]}"; do
+        [[ -z "$(component::setting "${c}" STAGING_FROM)" ]] || return 0
+      done
+      return 1
+      ;;
+    *) return 0 ;;
+  esac
+}
 for c in "${components[@]}"; do
   "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}"
 done
@@ -93,14 +119,39 @@ verify_staging_overrides() {
   fi
 }
 
+# Same for the go.mod/go.sum of components built on the patched staging modules.
+verify_staging_replaces() {
+  local before after c
+  local -a with_staging=()
+  for c in "${components[@]}"; do
+    [[ -z "$(component::setting "${c}" STAGING_FROM)" ]] || with_staging+=("${c}")
+  done
+  snapshot() {
+    (cd "${REPO_ROOT}" && find build -path 'build/*/overlay/go.mod' -o -path 'build/*/overlay/go.sum' | LC_ALL=C sort | xargs -r sha256sum)
+  }
+  before="$(snapshot)"
+  # (errexit does not hold inside a check: verify.sh calls it in an `if`.)
+  "${REPO_ROOT}/hack/make-rules/update-staging-replaces.sh" "${with_staging[@]}" || return 1
+  after="$(snapshot)"
+  if [[ "${before}" != "${after}" ]]; then
+    diff <(echo "${before}") <(echo "${after}") >&2 || true
+    echo "build/*/overlay/go.mod or go.sum were out of date (now updated): review and commit them" >&2
+    return 1
+  fi
+}
+
 verify_codegen() {
   "${REPO_ROOT}/hack/make-rules/verify-codegen.sh"
 }
 
 status=0
-for check in series export gofmt staging_overrides codegen; do
+for check in series export gofmt staging_overrides staging_replaces codegen; do
   if [[ " ${SKIP_VERIFY:-} " == *" ${check//_/-} "* ]]; then
     log "verify ${check//_/-}: skipped"
+    continue
+  fi
+  if ! verifying "${check}"; then
+    log "verify ${check//_/-}: not applicable to ${components[*]}"
     continue
   fi
   log "verify ${check//_/-}"

@@ -1,6 +1,6 @@
 // Package build checks what `make build` leaves in _output/bin: every
-// Kubernetes binary carries the fork version, and the pinned tools are the
-// versions this repository pins.
+// Kubernetes binary and the descheduler carry the fork version of their
+// component, and the pinned tools are the versions this repository pins.
 package build
 
 import (
@@ -102,6 +102,51 @@ func TestKubernetesBinariesAreStamped(t *testing.T) {
 		// The human-readable form parses too (it is what breaks with unstamped builds).
 		require.Contains(t, run(t, path, "version", "--client"), "Client Version: "+want)
 	})
+}
+
+// forkVersion is the version build.sh stamps into the binaries of a
+// component: <upstream>-<fork name>.<commits on base>[-dirty], and the
+// commit of the component's materialised tree.
+func forkVersion(t *testing.T, root, component string) (want, commit string) {
+	t.Helper()
+	env := componentEnv(t, root, component)
+	tree := filepath.Join(root, "_output", "src", component)
+	gitOut := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", tree}, args...)...).Output()
+		require.NoError(t, err, "git %v in %s (run `make build` first)", args, tree)
+		return strings.TrimSpace(string(out))
+	}
+	commit = gitOut("rev-parse", "HEAD")
+	count := gitOut("rev-list", "--count", "base/"+env["UPSTREAM_VERSION"]+"..HEAD")
+	want = env["UPSTREAM_VERSION"] + "-" + env["FORK_NAME"] + "." + count
+	if gitOut("status", "--porcelain", "--untracked-files=no") != "" {
+		want += "-dirty"
+	}
+	v := version.MustParseSemantic(want)
+	upstream := version.MustParseSemantic(env["UPSTREAM_VERSION"])
+	require.Equal(t, []uint{upstream.Major(), upstream.Minor(), upstream.Patch()}, []uint{v.Major(), v.Minor(), v.Patch()},
+		"the fork version is a pre-release of the pinned upstream")
+	require.True(t, v.LessThan(upstream), "%s sorts before %s in semver", want, env["UPSTREAM_VERSION"])
+	return want, commit
+}
+
+// The descheduler prints its version package's Info with %+v:
+// "Descheduler version {Major: Minor: GitVersion:... GitBranch:... GitSha1:... BuildDate:... ...}".
+func TestDeschedulerIsStamped(t *testing.T) {
+	root := repoRoot(t)
+	env := componentEnv(t, root, "descheduler")
+	require.Equal(t, "sigs.k8s.io/descheduler", env["UPSTREAM_MODULE"])
+	want, commit := forkVersion(t, root, "descheduler")
+	require.Regexp(t, `^v0\.\d+\.\d+-`+regexp.QuoteMeta(env["FORK_NAME"])+`\.\d+(-dirty)?$`, want)
+
+	path := filepath.Join(root, "_output", "bin", "descheduler")
+	require.FileExists(t, path, "run `make build` first")
+	out := run(t, path, "version")
+	require.True(t, strings.HasPrefix(out, "Descheduler version {"), out)
+	require.Contains(t, out, " GitVersion:"+want+" ")
+	require.Contains(t, out, " GitSha1:"+commit+" ")
+	require.Contains(t, out, " GitBranch:main ")
+	require.Regexp(t, regexp.MustCompile(` BuildDate:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `), out)
 }
 
 func TestPinnedTools(t *testing.T) {

@@ -88,7 +88,13 @@ func mustScriptStdout(t *testing.T, name string, args ...string) string {
 // git runs git in the scratch tree with a fixed identity and dates.
 func git(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", tree}, args...)...)
+	return gitIn(t, tree, args...)
+}
+
+// gitIn runs git in dir with a fixed identity and dates.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=Test Author", "GIT_AUTHOR_EMAIL=author@localhost",
 		"GIT_COMMITTER_NAME=Test Author", "GIT_COMMITTER_EMAIL=author@localhost",
@@ -252,6 +258,62 @@ func TestUnexportedWorkIsNeverDiscarded(t *testing.T) {
 	out, err = script(t, []string{"FORCE=1"}, "apply.sh")
 	require.NoError(t, err, out)
 	require.Equal(t, "scheduler: first test change", git(t, "log", "-1", "--format=%s"), "FORCE=1 applies patches/ as it is")
+}
+
+// TestDeschedulerComponent: a second component goes through the same scripts.
+// An absent patches/descheduler is an empty series; the base commit puts the
+// descheduler on the patched staging modules of the kubernetes tree; an
+// exported commit comes back from materialise + apply, byte for byte.
+func TestDeschedulerComponent(t *testing.T) {
+	dtree := filepath.Join(scratch, "_output", "src", "descheduler")
+	dpatches := filepath.Join(scratch, "patches", "descheduler")
+	require.NoDirExists(t, dpatches)
+	dgit := func(args ...string) string { t.Helper(); return gitIn(t, dtree, args...) }
+
+	out := mustScript(t, "apply.sh", "descheduler")
+	require.Contains(t, out, "applying 0 patches from patches/descheduler")
+	require.Equal(t, dgit("rev-parse", "base/v0.36.0^{commit}"), dgit("rev-parse", "HEAD"), "an empty series leaves the tree at base")
+	require.Equal(t, dgit("rev-parse", "upstream/v0.36.0^{commit}"), dgit("rev-parse", "base/v0.36.0^"))
+	if realTree := filepath.Join(realRepo, "_output", "src", "descheduler"); dirExists(realTree) {
+		real, err := exec.Command("git", "-C", realTree, "rev-parse", "base/v0.36.0^{commit}").Output()
+		require.NoError(t, err)
+		require.Equal(t, strings.TrimSpace(string(real)), dgit("rev-parse", "base/v0.36.0^{commit}"), "the import and base are reproducible")
+	}
+	upstreamMod := dgit("show", "upstream/v0.36.0:go.mod")
+	require.Contains(t, upstreamMod, "\tk8s.io/api v0.36.")
+	baseMod := dgit("show", "base/v0.36.0:go.mod")
+	for _, m := range []string{"api", "apimachinery", "client-go", "component-base"} {
+		require.Contains(t, baseMod, "k8s.io/"+m+" => ../kubernetes/staging/src/k8s.io/"+m+"\n", "base replaces k8s.io/%s with the patched tree", m)
+		require.Contains(t, baseMod, "\tk8s.io/"+m+" v0.37.1\n")
+	}
+	require.Regexp(t, `(?m)^replace k8s\.io/kube-openapi => k8s\.io/kube-openapi v0\.0\.0-\d{14}-[0-9a-f]{12}$`, baseMod)
+	out = mustScript(t, "materialize.sh", "descheduler")
+	require.Contains(t, out, "already materialised")
+
+	// Export round trip.
+	f, err := os.OpenFile(filepath.Join(dtree, "pkg", "version", "version.go"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("\n// A comment added by the descheduler round-trip test.\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	dgit("commit", "-q", "-am", "version: test change")
+	want := dgit("rev-parse", "HEAD^{tree}")
+	mustScript(t, "export.sh", "descheduler")
+	entries, err := os.ReadDir(dpatches)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, "0001-version-test-change.patch", entries[0].Name())
+	exported, err := os.ReadFile(filepath.Join(dpatches, entries[0].Name()))
+	require.NoError(t, err)
+
+	require.NoError(t, os.RemoveAll(dtree))
+	out = mustScript(t, "apply.sh", "descheduler")
+	require.Contains(t, out, "applying 1 patches from patches/descheduler")
+	require.Equal(t, want, dgit("rev-parse", "HEAD^{tree}"))
+	mustScript(t, "export.sh", "descheduler")
+	again, err := os.ReadFile(filepath.Join(dpatches, entries[0].Name()))
+	require.NoError(t, err)
+	require.Equal(t, string(exported), string(again), "materialise -> apply -> export leaves patches/descheduler byte-identical")
 }
 
 func dirExists(p string) bool {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `make e2e`: runs test/e2e against local clusters it brings up and down itself:
+#   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass
+#      and EvictionRequestAPI on), the whole suite (gate-off tests skip);
+#   2. `local-up` again with DisruptionPolicyInPriorityClass=false, only the
+#      gate-off tests (TestKEP3280GateOff: upstream behaviour).
+# A local cluster that is already running is not touched: stop it first
+# (`make local-down`). The cluster is brought down on exit, also on failure
+# (KEEP_LOGS=1 keeps its component logs in _output/local-logs).
+#
+# Knobs: E2E_RUN (go test -run pattern of phase 1, default all),
+# E2E_GATE_OFF=0 skips phase 2, E2E_TIMEOUT (default 20m), plus the
+# local cluster's (hack/lib/local.sh).
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+source "${REPO_ROOT}/hack/lib/local.sh"
+
+E2E_RUN="${E2E_RUN:-.}"
+E2E_GATE_OFF="${E2E_GATE_OFF:-1}"
+E2E_TIMEOUT="${E2E_TIMEOUT:-20m}"
+GATES_ON="${LOCAL_FEATURE_GATES}"
+GATES_OFF="DisruptionPolicyInPriorityClass=false,EvictionRequestAPI=true"
+
+if [[ -n "$(local::running_pids)" ]]; then
+  fatal "a local cluster is running: make e2e brings up its own; stop it first with 'make local-down'"
+fi
+trap '"${REPO_ROOT}/hack/make-rules/local-down.sh"' EXIT
+
+# e2e::phase NAME GATES RUN: brings up a cluster with GATES, runs the tests
+# matching RUN, brings the cluster down.
+e2e::phase() {
+  local name="$1" gates="$2" run="$3" start
+  log "e2e ${name}: cluster with --feature-gates=${gates}"
+  start="$(date +%s)"
+  LOCAL_FEATURE_GATES="${gates}" "${REPO_ROOT}/hack/make-rules/local-up.sh"
+  log "e2e ${name}: cluster up in $(($(date +%s) - start)) s"
+  start="$(date +%s)"
+  (
+    cd "${REPO_ROOT}"
+    KUBE_GUARD_E2E_KUBECONFIG="${LOCAL_KUBECONFIG}" \
+      KUBE_GUARD_E2E_SCHEDULER_URL="https://127.0.0.1:${LOCAL_SCHEDULER_PORT}" \
+      go test ./test/e2e/ -count=1 -v -timeout "${E2E_TIMEOUT}" -run "${run}"
+  ) || fatal "e2e ${name}: tests failed (component logs: ${LOCAL_LOGS_DIR}; KEEP_LOGS=1 keeps them)"
+  log "e2e ${name}: tests passed in $(($(date +%s) - start)) s"
+  "${REPO_ROOT}/hack/make-rules/local-down.sh"
+}
+
+e2e::phase "gate on" "${GATES_ON}" "${E2E_RUN}"
+if [[ "${E2E_GATE_OFF}" != "0" ]]; then
+  e2e::phase "gate off" "${GATES_OFF}" 'TestKEP3280GateOff'
+fi
+log "e2e passed"

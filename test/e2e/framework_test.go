@@ -1,0 +1,385 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// readyLabel set to "false" keeps a pod Running but not Ready (build/local/kwok-stages.yaml).
+	readyLabel = "kube-guard.io/ready"
+	// nodeIndexLabel is the index every KWOK node of the local cluster carries.
+	nodeIndexLabel = "kube-guard.io/node-index"
+	gateName       = "DisruptionPolicyInPriorityClass"
+	pollInterval   = 250 * time.Millisecond
+	waitTimeout    = 90 * time.Second
+)
+
+// cluster is the local cluster under test.
+type cluster struct {
+	client       kubernetes.Interface
+	schedulerURL string
+	nodes        []corev1.Node
+	nodeCPU      resource.Quantity
+	gateOn       bool
+}
+
+var (
+	clusterOnce sync.Once
+	theCluster  *cluster
+	clusterErr  error
+)
+
+// setup skips the test without a configured cluster and returns the cluster.
+func setup(t *testing.T) *cluster {
+	t.Helper()
+	kubeconfig := os.Getenv("KUBE_GUARD_E2E_KUBECONFIG")
+	if kubeconfig == "" {
+		t.Skip("KUBE_GUARD_E2E_KUBECONFIG is not set: no local cluster (run `make e2e`)")
+	}
+	clusterOnce.Do(func() { theCluster, clusterErr = connect(kubeconfig) })
+	require.NoError(t, clusterErr)
+	return theCluster
+}
+
+func connect(kubeconfig string) (*cluster, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes.Items) == 0 {
+		return nil, fmt.Errorf("the cluster has no KWOK nodes")
+	}
+	c := &cluster{client: client, schedulerURL: os.Getenv("KUBE_GUARD_E2E_SCHEDULER_URL"), nodes: nodes.Items}
+	c.nodeCPU = nodes.Items[0].Status.Allocatable[corev1.ResourceCPU]
+	for _, n := range nodes.Items {
+		if cpu := n.Status.Allocatable[corev1.ResourceCPU]; cpu.Cmp(c.nodeCPU) != 0 {
+			return nil, fmt.Errorf("node %s has %s CPUs, %s has %s: the tests want equal nodes", n.Name, cpu.String(), nodes.Items[0].Name, c.nodeCPU.String())
+		}
+	}
+	metrics, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kube-apiserver's /metrics: %w", err)
+	}
+	re := regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="` + gateName + `"[^}]*\} 1$`)
+	c.gateOn = re.Match(metrics)
+	return c, nil
+}
+
+// requireGate skips the test unless DisruptionPolicyInPriorityClass is on (want=true) or off.
+func (c *cluster) requireGate(t *testing.T, want bool) {
+	t.Helper()
+	if c.gateOn != want {
+		t.Skipf("the cluster runs with %s=%t; this test wants %t (make e2e runs both)", gateName, c.gateOn, want)
+	}
+}
+
+// namespace creates a namespace for the test and deletes it, waiting until
+// it is gone, at cleanup, so that the next test finds the nodes empty.
+func (c *cluster) namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + rand.String(5)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// Pods are admitted only once the namespace's default ServiceAccount exists.
+	c.poll(t, "the default ServiceAccount of "+ns.Name, func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := c.client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", ns.Name, err)
+			return
+		}
+		err := wait.PollUntilContextTimeout(ctx, pollInterval, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := c.client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("namespace %s was not deleted: %v", ns.Name, err)
+		}
+	})
+	return ns.Name
+}
+
+// priorityClass creates a PriorityClass (with a threshold unless nil) and deletes it at cleanup.
+func (c *cluster) priorityClass(t *testing.T, name string, value int32, threshold *int32) string {
+	t.Helper()
+	ctx := context.Background()
+	name = name + "-" + rand.String(5)
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+		AllowDisruptionByPriorityGreaterThanOrEqual: threshold}
+	_, err := c.client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// poll waits, up to waitTimeout, until cond is true, failing the test otherwise.
+func (c *cluster) poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// podSpec is a pod of one container asking for cpu (none when zero).
+func podSpec(priorityClass string, cpu resource.Quantity) corev1.PodSpec {
+	ctr := corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"}
+	if !cpu.IsZero() {
+		ctr.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: cpu}
+	}
+	return corev1.PodSpec{
+		PriorityClassName:             priorityClass,
+		Containers:                    []corev1.Container{ctr},
+		TerminationGracePeriodSeconds: new(int64),
+	}
+}
+
+// createPod creates a pod and returns it.
+func (c *cluster) createPod(t *testing.T, ns, name string, labels map[string]string, spec corev1.PodSpec) *corev1.Pod {
+	t.Helper()
+	pod, err := c.client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: spec,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return pod
+}
+
+// deletePod deletes a pod and waits until it is gone.
+func (c *cluster) deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	err := c.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		require.NoError(t, err)
+	}
+	c.poll(t, "pod "+ns+"/"+name+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// waitPodRunningReady waits until the pod is bound, Running and Ready, and returns it.
+func (c *cluster) waitPodRunningReady(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	c.poll(t, "pod "+ns+"/"+name+" to run and be Ready", func(ctx context.Context) (bool, error) {
+		p, err := c.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pod = p
+		return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && podCondition(p, corev1.PodReady) == corev1.ConditionTrue, nil
+	})
+	return pod
+}
+
+func podCondition(pod *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == typ {
+			return cond.Status
+		}
+	}
+	return ""
+}
+
+// preemptedByScheduler: the pod carries DisruptionTarget=True with reason PreemptionByScheduler.
+func preemptedByScheduler(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.DisruptionTarget && cond.Status == corev1.ConditionTrue && cond.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
+}
+
+// pdb creates a policy/v1 PodDisruptionBudget on the pods with label app=<app>.
+func (c *cluster) pdb(t *testing.T, ns, name, app string, minAvailable int, policy *policyv1.UnhealthyPodEvictionPolicyType) {
+	t.Helper()
+	minAv := intstr.FromInt32(int32(minAvailable))
+	_, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Create(context.Background(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable:               &minAv,
+			Selector:                   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			UnhealthyPodEvictionPolicy: policy,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// waitPDB waits until the disruption controller has observed the PDB's
+// current generation and its status satisfies ok.
+func (c *cluster) waitPDB(t *testing.T, ns, name, what string, ok func(s policyv1.PodDisruptionBudgetStatus) bool) {
+	t.Helper()
+	var last policyv1.PodDisruptionBudgetStatus
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p.Status
+		return p.Status.ObservedGeneration == p.Generation && ok(p.Status), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for PDB %s/%s: %s: %v (last status: healthy %d, desired %d, expected %d, allowed %d)",
+			ns, name, what, err, last.CurrentHealthy, last.DesiredHealthy, last.ExpectedPods, last.DisruptionsAllowed)
+	}
+}
+
+// podRecorder follows the pods of a namespace with a watch and remembers
+// every state it saw, so that transient states (a DisruptionTarget condition
+// just before a deletion) are not missed.
+type podRecorder struct {
+	mu        sync.Mutex
+	preempted map[string]bool // pod name -> seen with DisruptionTarget PreemptionByScheduler
+	deleted   map[string]bool
+	stop      func()
+}
+
+func (c *cluster) recordPods(t *testing.T, ns, selector string) *podRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	r := &podRecorder{preempted: map[string]bool{}, deleted: map[string]bool{}, stop: cancel}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			r.mu.Lock()
+			if preemptedByScheduler(pod) {
+				r.preempted[pod.Name] = true
+			}
+			if ev.Type == watch.Deleted {
+				r.deleted[pod.Name] = true
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); w.Stop() })
+	return r
+}
+
+func (r *podRecorder) preemptedPods() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for n := range r.preempted {
+		names = append(names, n)
+	}
+	return names
+}
+
+func (r *podRecorder) deletedPods() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for n := range r.deleted {
+		names = append(names, n)
+	}
+	return names
+}
+
+// schedulerMetrics fetches the scheduler's /metrics (served without credentials by the local cluster).
+func (c *cluster) schedulerMetrics(t *testing.T) string {
+	t.Helper()
+	if c.schedulerURL == "" {
+		t.Fatal("KUBE_GUARD_E2E_SCHEDULER_URL is not set")
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed serving certificate
+	}}
+	resp, err := hc.Get(strings.TrimSuffix(c.schedulerURL, "/") + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "scheduler /metrics: %s", body)
+	return string(body)
+}
+
+// restConfig reads the current context of the local cluster's kubeconfig
+// (server, CA, client certificate files: what kwokctl writes). It does not
+// use clientcmd, which would add dependencies to this module.
+func restConfig(path string) (*rest.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var kc clientcmdv1.Config
+	if err := yaml.Unmarshal(data, &kc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var ctx *clientcmdv1.Context
+	for i := range kc.Contexts {
+		if kc.Contexts[i].Name == kc.CurrentContext {
+			ctx = &kc.Contexts[i].Context
+		}
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%s: no current context %q", path, kc.CurrentContext)
+	}
+	cfg := &rest.Config{}
+	for _, c := range kc.Clusters {
+		if c.Name == ctx.Cluster {
+			cfg.Host = c.Cluster.Server
+			cfg.CAFile = c.Cluster.CertificateAuthority
+			cfg.CAData = c.Cluster.CertificateAuthorityData
+		}
+	}
+	for _, u := range kc.AuthInfos {
+		if u.Name == ctx.AuthInfo {
+			cfg.CertFile, cfg.KeyFile = u.AuthInfo.ClientCertificate, u.AuthInfo.ClientKey
+			cfg.CertData, cfg.KeyData = u.AuthInfo.ClientCertificateData, u.AuthInfo.ClientKeyData
+			cfg.BearerToken = u.AuthInfo.Token
+		}
+	}
+	if cfg.Host == "" {
+		return nil, fmt.Errorf("%s: no server for context %q", path, kc.CurrentContext)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestKEP4832AsyncPreemption: several preemptors at once (asynchronous
+// preemption is on by default in 1.37) all get scheduled, every victim
+// carries DisruptionTarget PreemptionByScheduler, and the scheduler's
+// /metrics counts the preemption goroutines.
+func TestKEP4832AsyncPreemption(t *testing.T) {
+	c := setup(t)
+	ctx := context.Background()
+	ns := c.namespace(t, "kep4832")
+	low := c.priorityClass(t, "filler", 10, nil)
+	high := c.priorityClass(t, "preemptor", 2000, nil)
+	before := preemptionGoroutines(t, c.schedulerMetrics(t))
+
+	// Two half-node pods per node fill the cluster.
+	half := resource.NewMilliQuantity(c.nodeCPU.MilliValue()/2, resource.DecimalSI)
+	replicas := int32(2 * len(c.nodes))
+	labels := map[string]string{"app": "filler"}
+	_, err := c.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "filler"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec(low, *half)},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c.poll(t, "the filler Deployment to be available", func(ctx context.Context) (bool, error) {
+		d, err := c.client.AppsV1().Deployments(ns).Get(ctx, "filler", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Status.ObservedGeneration == d.Generation && d.Status.ReadyReplicas == replicas, nil
+	})
+
+	// One preemptor per node, all at once; each needs one victim.
+	rec := c.recordPods(t, ns, "app=filler")
+	var preemptors []string
+	for i := range c.nodes {
+		name := fmt.Sprintf("preemptor-%d", i)
+		c.createPod(t, ns, name, map[string]string{"app": "preemptor"}, podSpec(high, *half))
+		preemptors = append(preemptors, name)
+	}
+	for _, name := range preemptors {
+		c.waitPodRunningReady(t, ns, name)
+	}
+	c.poll(t, "the victims to be gone", func(ctx context.Context) (bool, error) {
+		return len(rec.deletedPods()) >= len(preemptors), nil
+	})
+	victims := rec.deletedPods()
+	t.Logf("%d preemptors scheduled, victims %v", len(preemptors), victims)
+	require.Subset(t, rec.preemptedPods(), victims, "every victim carried DisruptionTarget PreemptionByScheduler")
+
+	var after map[string]float64
+	c.poll(t, "the scheduler's preemption goroutine metrics", func(ctx context.Context) (bool, error) {
+		after = preemptionGoroutines(t, c.schedulerMetrics(t))
+		return after["success"] > before["success"], nil
+	})
+	t.Logf("scheduler_preemption_goroutines_execution_total before %v, after %v", before, after)
+	metrics := c.schedulerMetrics(t)
+	require.Regexp(t, `(?m)^scheduler_preemption_goroutines_duration_seconds_count\{result="success"\} [1-9]`, metrics)
+	require.Regexp(t, `(?m)^scheduler_preemption_attempts_total [1-9]`, metrics)
+	require.Regexp(t, `(?m)^scheduler_preemption_victims_count [1-9]`, metrics)
+}
+
+// preemptionGoroutines reads scheduler_preemption_goroutines_execution_total by result.
+func preemptionGoroutines(t *testing.T, metrics string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	re := regexp.MustCompile(`(?m)^scheduler_preemption_goroutines_execution_total\{result="([^"]+)"\} (\S+)$`)
+	for _, m := range re.FindAllStringSubmatch(metrics, -1) {
+		v, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(t, err)
+		out[m[1]] = v
+	}
+	return out
+}

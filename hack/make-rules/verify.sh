@@ -98,7 +98,11 @@ verify_gofmt() {
     files+=("${f}")
   done < <(cd "${REPO_ROOT}" && git ls-files --cached --others --exclude-standard -- '*.go' | sed "s#^#${REPO_ROOT}/#")
   [[ ${#files[@]} -gt 0 ]] || return 0
-  bad="$(gofmt -l "${files[@]}")"
+  # gofmt fails, printing nothing on stdout, on a file it cannot parse.
+  bad="$(gofmt -l "${files[@]}")" || {
+    echo "gofmt could not parse some files (see above)" >&2
+    return 1
+  }
   if [[ -n "${bad}" ]]; then
     printf 'not gofmt-clean:\n%s\n' "${bad}" >&2
     return 1
@@ -110,7 +114,8 @@ verify_staging_overrides() {
   local before after
   snapshot() { cat "${REPO_ROOT}/go.mod"; (cd "${REPO_ROOT}" && find staging-overrides -printf '%p %y %l\n' | LC_ALL=C sort); }
   before="$(snapshot)"
-  "${REPO_ROOT}/hack/make-rules/update-staging-overrides.sh"
+  # (errexit does not hold inside a check: verify.sh calls it in an `if`.)
+  "${REPO_ROOT}/hack/make-rules/update-staging-overrides.sh" || return 1
   after="$(snapshot)"
   if [[ "${before}" != "${after}" ]]; then
     diff <(echo "${before}") <(echo "${after}") >&2 || true

@@ -47,33 +47,44 @@ check_binaries() {
   done
 }
 
+# go_build BINARY...: builds ./cmd/<binary> of the loaded tree into
+# ${OUTPUT_BIN}, with CGO_ENABLED=0 and -trimpath, and from the caller the
+# -ldflags in ${ldflags}, the environment in ${go_env[@]} and the other
+# `go build` flags in ${go_flags[@]}.
+go_build() {
+  local -a pkgs=()
+  local b
+  for b in "$@"; do pkgs+=("./cmd/${b}"); done
+  mkdir -p "${OUTPUT_BIN}"
+  (
+    cd "${COMPONENT_TREE}"
+    env CGO_ENABLED=0 "${go_env[@]}" go build -trimpath "${go_flags[@]}" -ldflags "${ldflags}" -o "${OUTPUT_BIN}/" "${pkgs[@]}"
+  )
+  for b in "$@"; do
+    log "  ${OUTPUT_BIN}/${b}"
+  done
+}
+
 build::kubernetes() {
-  local -a binaries=("$@") pkgs=()
-  local b ldflags
+  local -a binaries=("$@")
+  local ldflags
+  local -a go_env=(GOFLAGS=) go_flags=(-tags selinux,notest,grpcnotrace)
   component::load kubernetes
   if [[ -z "${SKIP_APPLY:-}" ]]; then
     "${REPO_ROOT}/hack/make-rules/apply.sh" kubernetes
   fi
   check_binaries "${binaries[@]}"
-  for b in "${binaries[@]}"; do pkgs+=("./cmd/${b}"); done
 
   version::vars
   ldflags="all=$(version::ldflags k8s.io/client-go/pkg/version k8s.io/component-base/version) -s -w"
-  mkdir -p "${OUTPUT_BIN}"
   log "building ${binaries[*]} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}, ${FORK_GIT_TREE_STATE})"
-  (
-    cd "${COMPONENT_TREE}"
-    CGO_ENABLED=0 GOFLAGS= go build -trimpath -tags selinux,notest,grpcnotrace \
-      -ldflags "${ldflags}" -o "${OUTPUT_BIN}/" "${pkgs[@]}"
-  )
-  for b in "${binaries[@]}"; do
-    log "  ${OUTPUT_BIN}/${b}"
-  done
+  go_build "${binaries[@]}"
 }
 
 build::descheduler() {
-  local -a binaries=("$@") pkgs=()
-  local b ldflags from
+  local -a binaries=("$@")
+  local ldflags from
+  local -a go_env=(GOWORK=off GOFLAGS=) go_flags=()
   from="$(component::setting descheduler STAGING_FROM)"
   if [[ -z "${SKIP_APPLY:-}" ]]; then
     [[ -z "${from}" ]] || "${REPO_ROOT}/hack/make-rules/apply.sh" "${from}"
@@ -86,19 +97,11 @@ build::descheduler() {
   fi
   component::load descheduler
   check_binaries "${binaries[@]}"
-  for b in "${binaries[@]}"; do pkgs+=("./cmd/${b}"); done
 
   version::vars
   ldflags="$(version::descheduler_ldflags sigs.k8s.io/descheduler/pkg/version)"
-  mkdir -p "${OUTPUT_BIN}"
   log "building ${binaries[*]} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}, ${FORK_GIT_TREE_STATE}), k8s.io/* from ${from:+_output/src/}${from:-the proxy}"
-  (
-    cd "${COMPONENT_TREE}"
-    CGO_ENABLED=0 GOWORK=off GOFLAGS= go build -trimpath -ldflags "${ldflags}" -o "${OUTPUT_BIN}/" "${pkgs[@]}"
-  )
-  for b in "${binaries[@]}"; do
-    log "  ${OUTPUT_BIN}/${b}"
-  done
+  go_build "${binaries[@]}"
 }
 
 binaries=("$@")

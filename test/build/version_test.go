@@ -52,26 +52,8 @@ func run(t *testing.T, bin string, args ...string) string {
 
 func TestKubernetesBinariesAreStamped(t *testing.T) {
 	root := repoRoot(t)
-	env := componentEnv(t, root, "kubernetes")
-	tree := filepath.Join(root, "_output", "src", "kubernetes")
-	gitOut := func(args ...string) string {
-		out, err := exec.Command("git", append([]string{"-C", tree}, args...)...).Output()
-		require.NoError(t, err, "git %v", args)
-		return strings.TrimSpace(string(out))
-	}
-	commit := gitOut("rev-parse", "HEAD")
-	count := gitOut("rev-list", "--count", "base/"+env["UPSTREAM_VERSION"]+"..HEAD")
-	want := env["UPSTREAM_VERSION"] + "-" + env["FORK_NAME"] + "." + count
-	if gitOut("status", "--porcelain", "--untracked-files=no") != "" {
-		want += "-dirty"
-	}
-
+	want, commit := forkVersion(t, root, "kubernetes")
 	v := version.MustParseSemantic(want)
-	upstream := version.MustParseSemantic(env["UPSTREAM_VERSION"])
-	require.Equal(t, []uint{upstream.Major(), upstream.Minor(), upstream.Patch()}, []uint{v.Major(), v.Minor(), v.Patch()},
-		"the fork version is a pre-release of the pinned upstream")
-	require.Equal(t, env["FORK_NAME"]+"."+count, strings.TrimSuffix(v.PreRelease(), "-dirty"))
-	require.True(t, v.LessThan(upstream), "%s sorts before %s in semver", want, env["UPSTREAM_VERSION"])
 
 	for _, bin := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
 		t.Run(bin, func(t *testing.T) {
@@ -126,6 +108,7 @@ func forkVersion(t *testing.T, root, component string) (want, commit string) {
 	upstream := version.MustParseSemantic(env["UPSTREAM_VERSION"])
 	require.Equal(t, []uint{upstream.Major(), upstream.Minor(), upstream.Patch()}, []uint{v.Major(), v.Minor(), v.Patch()},
 		"the fork version is a pre-release of the pinned upstream")
+	require.Equal(t, env["FORK_NAME"]+"."+count, strings.TrimSuffix(v.PreRelease(), "-dirty"))
 	require.True(t, v.LessThan(upstream), "%s sorts before %s in semver", want, env["UPSTREAM_VERSION"])
 	return want, commit
 }

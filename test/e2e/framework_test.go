@@ -5,15 +5,18 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -187,6 +190,29 @@ func (c *cluster) createPod(t *testing.T, ns, name string, labels map[string]str
 	return pod
 }
 
+// deployment creates a Deployment of replicas pods labelled app=<name> with
+// spec, and waits until all of them are updated and Ready.
+func (c *cluster) deployment(t *testing.T, ns, name string, replicas int32, spec corev1.PodSpec) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	_, err := c.client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c.poll(t, "the "+name+" Deployment to be available", func(ctx context.Context) (bool, error) {
+		d, err := c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Status.ObservedGeneration == d.Generation && d.Status.ReadyReplicas == replicas && d.Status.UpdatedReplicas == replicas, nil
+	})
+}
+
 // deletePod deletes a pod and waits until it is gone.
 func (c *cluster) deletePod(t *testing.T, ns, name string) {
 	t.Helper()
@@ -305,23 +331,18 @@ func (c *cluster) recordPods(t *testing.T, ns, selector string) *podRecorder {
 }
 
 func (r *podRecorder) preemptedPods() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var names []string
-	for n := range r.preempted {
-		names = append(names, n)
-	}
-	return names
+	return r.names(r.preempted)
 }
 
 func (r *podRecorder) deletedPods() []string {
+	return r.names(r.deleted)
+}
+
+// names returns the pod names of one of the recorder's sets, sorted.
+func (r *podRecorder) names(set map[string]bool) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var names []string
-	for n := range r.deleted {
-		names = append(names, n)
-	}
-	return names
+	return slices.Sorted(maps.Keys(set))
 }
 
 // schedulerMetrics fetches the scheduler's /metrics (served without credentials by the local cluster).

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,27 +33,8 @@ func (c *cluster) fillWithGuarded(t *testing.T, ns string) *guarded {
 	ctx := context.Background()
 	pc := c.priorityClass(t, "protected", protectedValue, new(int32(threshold)))
 	replicas := int32(len(c.nodes))
-	labels := map[string]string{"app": "guarded"}
-	_, err := c.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       podSpec(pc, c.nodeCPU),
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	c.deployment(t, ns, "guarded", replicas, podSpec(pc, c.nodeCPU))
 	c.pdb(t, ns, "guarded", "guarded", len(c.nodes), nil)
-	c.poll(t, "the guarded Deployment to be available", func(ctx context.Context) (bool, error) {
-		d, err := c.client.AppsV1().Deployments(ns).Get(ctx, "guarded", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return d.Status.ObservedGeneration == d.Generation && d.Status.ReadyReplicas == replicas && d.Status.UpdatedReplicas == replicas, nil
-	})
 	c.waitPDB(t, ns, "guarded", "all replicas healthy, no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
 		return s.CurrentHealthy == replicas && s.DisruptionsAllowed == 0
 	})

@@ -8,10 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestKEP4832AsyncPreemption: several preemptors at once (asynchronous
@@ -20,7 +17,6 @@ import (
 // /metrics counts the preemption goroutines.
 func TestKEP4832AsyncPreemption(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
 	ns := c.namespace(t, "kep4832")
 	low := c.priorityClass(t, "filler", 10, nil)
 	high := c.priorityClass(t, "preemptor", 2000, nil)
@@ -28,24 +24,7 @@ func TestKEP4832AsyncPreemption(t *testing.T) {
 
 	// Two half-node pods per node fill the cluster.
 	half := resource.NewMilliQuantity(c.nodeCPU.MilliValue()/2, resource.DecimalSI)
-	replicas := int32(2 * len(c.nodes))
-	labels := map[string]string{"app": "filler"}
-	_, err := c.client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "filler"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec(low, *half)},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	c.poll(t, "the filler Deployment to be available", func(ctx context.Context) (bool, error) {
-		d, err := c.client.AppsV1().Deployments(ns).Get(ctx, "filler", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return d.Status.ObservedGeneration == d.Generation && d.Status.ReadyReplicas == replicas, nil
-	})
+	c.deployment(t, ns, "filler", int32(2*len(c.nodes)), podSpec(low, *half))
 
 	// One preemptor per node, all at once; each needs one victim.
 	rec := c.recordPods(t, ns, "app=filler")

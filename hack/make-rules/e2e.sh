@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make e2e`: runs test/e2e against local clusters it brings up and down itself:
 #   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass
-#      and EvictionRequestAPI on), the whole suite (gate-off tests skip);
+#      and EvictionRequestAPI on), the whole suite (gate-off tests skip),
+#      including the descheduler's (it runs _output/bin/descheduler itself);
 #   2. `local-up` again with DisruptionPolicyInPriorityClass=false, only the
 #      gate-off tests (TestKEP3280GateOff: upstream behaviour).
 # A local cluster that is already running is not touched: stop it first
@@ -21,6 +22,7 @@ E2E_TIMEOUT="${E2E_TIMEOUT:-20m}"
 GATES_ON="${LOCAL_FEATURE_GATES}"
 GATES_OFF="DisruptionPolicyInPriorityClass=false,EvictionRequestAPI=true"
 
+[[ -x "${OUTPUT_BIN}/descheduler" ]] || "${REPO_ROOT}/hack/make-rules/build.sh" descheduler
 if [[ -n "$(local::running_pids)" ]]; then
   fatal "a local cluster is running: make e2e brings up its own; stop it first with 'make local-down'"
 fi
@@ -38,6 +40,7 @@ e2e::phase() {
   (
     cd "${REPO_ROOT}"
     KUBE_GUARD_E2E_KUBECONFIG="${LOCAL_KUBECONFIG}" \
+      KUBE_GUARD_E2E_DESCHEDULER="${OUTPUT_BIN}/descheduler" \
       KUBE_GUARD_E2E_SCHEDULER_URL="https://127.0.0.1:${LOCAL_SCHEDULER_PORT}" \
       go test ./test/e2e/ -count=1 -v -timeout "${E2E_TIMEOUT}" -run "${run}"
   ) || fatal "e2e ${name}: tests failed (component logs: ${LOCAL_LOGS_DIR}; KEEP_LOGS=1 keeps them)"

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# Runs upstream's own tests for every Go package the patch series touches:
-# unit tests of the touched packages, and the integration tests among them
+# Runs upstream's own tests for every Go package a patch series touches, for
+# each component (kubernetes, then descheduler): unit tests of the touched
+# packages, and for kubernetes the integration tests among them
 # (test/integration/...) with the project's etcd first on PATH, as upstream's
 # test/integration/framework expects.
 #
+# build/<component>/always-test-packages lists packages tested whenever the
+# series touches anything; build/<component>/known-failures lists upstream
+# tests that fail on the pristine base too (go test -skip patterns, one a
+# line, each with the reason and a reproduction).
+#
 # Usage: test-upstream.sh [--list | go test flags...]
 #   --list  print the unit and integration packages that would be tested
+#   TEST_UPSTREAM_COMPONENTS="kubernetes descheduler" (default) restricts it.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
-component::load kubernetes
-component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply' first"
-
 # touched_dirs: the package directories of the files changed on top of base.
 # A changed file that is not Go code (testdata, fixtures) belongs to the
-# nearest enclosing directory that holds Go files. When anything is touched,
-# the packages of build/kubernetes/always-test-packages are tested too.
+# nearest enclosing directory that holds Go files.
 touched_dirs() {
   local f d
   component::git diff --name-only --diff-filter=d "${COMPONENT_BASE_TAG}" -- | while read -r f; do
@@ -27,42 +30,69 @@ touched_dirs() {
   done | LC_ALL=C sort -u
 }
 
-mapfile -t dirs < <(touched_dirs)
-if [[ ${#dirs[@]} -eq 0 ]]; then
-  log "patches/${COMPONENT_NAME} touches no Go package: no upstream tests to run"
-  exit 0
-fi
-unit=()
-integration=()
-# Plus the cross-cutting packages of build/kubernetes/always-test-packages.
-while read -r d; do
-  d="${d#./}"
-  [[ -n "${d}" && ! " ${dirs[*]} " == *" ${d} "* ]] && dirs+=("${d}")
-done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "${REPO_ROOT}/build/kubernetes/always-test-packages")
-for d in "${dirs[@]}"; do
-  case "${d}" in
-    test/integration/*) integration+=("./${d}") ;;
-    test/e2e*|test/e2e_node/*) ;; # needs a running cluster; covered by test/e2e of this repo
-    *) unit+=("./${d}") ;;
-  esac
-done
+# list_file NAME: the non-comment lines of build/<component>/NAME, if any.
+list_file() {
+  local f="${REPO_ROOT}/build/${COMPONENT_NAME}/$1"
+  [[ -f "${f}" ]] || return 0
+  sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${f}"
+}
 
+# test_component NAME ARGS...: tests one component; returns 1 on failure.
+test_component() {
+  component::load "$1"
+  shift
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply' first"
+  local dirs unit=() integration=() d skip status=0
+  mapfile -t dirs < <(touched_dirs)
+  if [[ ${#dirs[@]} -eq 0 ]]; then
+    log "patches/${COMPONENT_NAME} touches no Go package: no upstream tests to run"
+    return 0
+  fi
+  while read -r d; do
+    d="${d#./}"
+    [[ -n "${d}" && ! " ${dirs[*]} " == *" ${d} "* ]] && dirs+=("${d}")
+  done < <(list_file always-test-packages)
+  for d in "${dirs[@]}"; do
+    case "${d}" in
+      test/integration/*) integration+=("./${d}") ;;
+      test/e2e*|test/e2e_node/*) ;; # needs a running cluster; covered by test/e2e of this repo
+      *) unit+=("./${d}") ;;
+    esac
+  done
+  skip="$(list_file known-failures | paste -sd'|' -)"
+
+  if [[ "${LIST_ONLY}" == "1" ]]; then
+    [[ ${#unit[@]} -eq 0 ]] || printf "${COMPONENT_NAME} unit %s\n" "${unit[@]}"
+    [[ ${#integration[@]} -eq 0 ]] || printf "${COMPONENT_NAME} integration %s\n" "${integration[@]}"
+    [[ -z "${skip}" ]] || printf "${COMPONENT_NAME} skip %s\n" "${skip}"
+    return 0
+  fi
+
+  local skipflag=()
+  [[ -z "${skip}" ]] || skipflag=(-skip "${skip}")
+  (
+    export PATH="${OUTPUT_BIN}:${PATH}"
+    cd "${COMPONENT_TREE}"
+    if [[ ${#unit[@]} -gt 0 ]]; then
+      log "${COMPONENT_NAME}: upstream unit tests of ${#unit[@]} touched packages"
+      GOFLAGS= go test "${skipflag[@]}" "$@" "${unit[@]}" || status=1
+    fi
+    if [[ ${#integration[@]} -gt 0 ]]; then
+      command -v etcd >/dev/null || fatal "etcd is not in ${OUTPUT_BIN}: run 'make tools'"
+      log "${COMPONENT_NAME}: upstream integration tests of ${#integration[@]} touched packages (etcd: $(command -v etcd))"
+      GOFLAGS= go test -timeout 40m "${skipflag[@]}" "$@" "${integration[@]}" || status=1
+    fi
+    exit "${status}"
+  )
+}
+
+LIST_ONLY=0
 if [[ "${1:-}" == "--list" ]]; then
-  [[ ${#unit[@]} -eq 0 ]] || printf 'unit %s\n' "${unit[@]}"
-  [[ ${#integration[@]} -eq 0 ]] || printf 'integration %s\n' "${integration[@]}"
-  exit 0
+  LIST_ONLY=1
+  shift
 fi
-
-export PATH="${OUTPUT_BIN}:${PATH}"
-cd "${COMPONENT_TREE}"
 status=0
-if [[ ${#unit[@]} -gt 0 ]]; then
-  log "upstream unit tests of ${#unit[@]} touched packages"
-  GOFLAGS= go test "$@" "${unit[@]}" || status=1
-fi
-if [[ ${#integration[@]} -gt 0 ]]; then
-  command -v etcd >/dev/null || fatal "etcd is not in ${OUTPUT_BIN}: run 'make tools'"
-  log "upstream integration tests of ${#integration[@]} touched packages (etcd: $(command -v etcd))"
-  GOFLAGS= go test -timeout 40m "$@" "${integration[@]}" || status=1
-fi
+for component in ${TEST_UPSTREAM_COMPONENTS:-kubernetes descheduler}; do
+  test_component "${component}" "$@" || status=1
+done
 exit "${status}"

@@ -9,6 +9,7 @@
 #   staging-replaces the go.mod/go.sum overlays that put a component (the
 #                    descheduler) on the patched staging modules are up to date
 #   codegen          upstream's generators leave the patched tree unchanged
+#   descheduler-codegen  the descheduler's generators leave its patched tree unchanged
 # Skip a check with e.g. SKIP_VERIFY="codegen".
 #
 # Usage: verify.sh [component...]   (default: every component under build/)
@@ -32,6 +33,7 @@ verifying() {
   local c
   case "$1" in
     staging_overrides | codegen) [[ " ${components[*]} " == *" kubernetes "* ]] ;;
+    descheduler_codegen) [[ " ${components[*]} " == *" descheduler "* ]] ;;
     staging_replaces)
       for c in "${components[@]}"; do
         [[ -z "$(component::setting "${c}" STAGING_FROM)" ]] || return 0
@@ -149,8 +151,31 @@ verify_codegen() {
   "${REPO_ROOT}/hack/make-rules/verify-codegen.sh"
 }
 
+# The descheduler's own generators (conversion, deepcopy and defaulter code
+# of its policy API, hack/update-generated-*.sh upstream) leave its patched
+# tree unchanged.
+verify_descheduler_codegen() {
+  component::load descheduler
+  local dirty script
+  dirty="$(component::git status --porcelain)"
+  if [[ -n "${dirty}" ]]; then
+    printf '%s\n' "${dirty}" >&2
+    log "${COMPONENT_TREE} is not clean before regenerating: commit or discard these first"
+    return 1
+  fi
+  for script in update-generated-conversions.sh update-generated-deep-copies.sh update-generated-defaulters.sh; do
+    (cd "${COMPONENT_TREE}" && GOFLAGS= bash "hack/${script}") || return 1
+  done
+  dirty="$(component::git status --porcelain)"
+  if [[ -n "${dirty}" ]]; then
+    printf '%s\n' "${dirty}" >&2
+    log "the descheduler's generators change these files: commit them into the patch that changed the types (left in ${COMPONENT_TREE})"
+    return 1
+  fi
+}
+
 status=0
-for check in series export gofmt staging_overrides staging_replaces codegen; do
+for check in series export gofmt staging_overrides staging_replaces codegen descheduler_codegen; do
   if [[ " ${SKIP_VERIFY:-} " == *" ${check//_/-} "* ]]; then
     log "verify ${check//_/-}: skipped"
     continue

@@ -18,7 +18,7 @@ log "make verify"
 "${REPO_ROOT}/hack/make-rules/verify.sh" || status=1
 log "this repository's tests"
 (cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
-log "upstream tests of the packages patches/kubernetes touches"
+log "upstream tests of the packages the patch series touch"
 "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
 if [[ "${SKIP_E2E:-0}" == "1" ]]; then
   log "SKIP_E2E=1: end-to-end tests skipped"

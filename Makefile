@@ -20,6 +20,10 @@ test: ## Build, then run this repo's tests and upstream's tests of every package
 verify: ## Every series applies to pristine upstream, export round trip, gofmt, go.mod overrides, generated code up to date
 	hack/make-rules/verify.sh
 
+.PHONY: bench
+bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gate off/on (BENCH_ROUNDS=5); writes benchmarks/
+	hack/make-rules/bench.sh
+
 ##@ Local cluster (knobs: LOCAL_NODES=4, LOCAL_FEATURE_GATES=DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true; see hack/lib/local.sh)
 
 .PHONY: local-up

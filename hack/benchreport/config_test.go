@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func TestParseSelection(t *testing.T) {
+	sel, err := parseSelection("PreemptionBasic/250Nodes=1000Nodes:initNodes=250,measurePods=250,mode=fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.TestCase != "PreemptionBasic" || sel.Name != "250Nodes" || sel.Base != "1000Nodes" ||
+		sel.Params["initNodes"] != 250.0 || sel.Params["measurePods"] != 250.0 || sel.Params["mode"] != "fast" || len(sel.Params) != 3 {
+		t.Errorf("got %+v", sel)
+	}
+	sel, err = parseSelection("PreemptionAsync/500Nodes")
+	if err != nil || sel.Name != "500Nodes" || sel.Base != "500Nodes" || len(sel.Params) != 0 || len(sel.Gates) != 0 {
+		t.Errorf("got %+v, %v", sel, err)
+	}
+	sel, err = parseSelection("PreemptionBasic/250Nodes_Sync=1000Nodes:initNodes=250@SchedulerAsyncPreemption=false,B=true")
+	if err != nil || sel.Name != "250Nodes_Sync" || sel.Params["initNodes"] != 250.0 || len(sel.Gates) != 2 ||
+		sel.Gates[0].Name != "SchedulerAsyncPreemption" || *sel.Gates[0].Value || sel.Gates[1].Name != "B" || !*sel.Gates[1].Value {
+		t.Errorf("got %+v, %v", sel, err)
+	}
+	for _, bad := range []string{"PreemptionBasic", "/5Nodes", "PreemptionBasic/", "A/=B", "A/B=C:x", "A/B=C:=1", "A/B@", "A/B@G=unset", "A/B@G"} {
+		if _, err := parseSelection(bad); err == nil {
+			t.Errorf("parseSelection(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestGenerateConfig(t *testing.T) {
+	src, err := os.ReadFile("testdata/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	async := false
+	sels := []selection{
+		{TestCase: "PreemptionBasic", Name: "250Nodes", Base: "1000Nodes", Params: map[string]any{"initNodes": 250.0, "measurePods": 250.0},
+			Gates: []featureGate{{Name: "SchedulerAsyncPreemption", Value: &async}}},
+		{TestCase: "PreemptionProtected", Name: "200Nodes", Base: "200Nodes", Params: map[string]any{}},
+	}
+	off := false
+	out, err := generateConfig(src, sels, []featureGate{{Name: "DisruptionPolicyInPriorityClass", Value: &off}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := yaml.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got) != 2 || got[0]["name"] != "PreemptionBasic" || got[1]["name"] != "PreemptionProtected" {
+		t.Fatalf("test cases: %s", out)
+	}
+	basic := got[0]["workloads"].([]any)
+	if len(basic) != 1 {
+		t.Fatalf("PreemptionBasic workloads: %v", basic)
+	}
+	w := basic[0].(map[string]any)
+	params := w["params"].(map[string]any)
+	gates := w["featureGates"].(map[string]any)
+	if w["name"] != "250Nodes" || params["initNodes"] != 250.0 || params["measurePods"] != 250.0 ||
+		len(w["labels"].([]any)) != 1 || w["labels"].([]any)[0] != benchLabel ||
+		w["threshold"] != nil || gates["DisruptionPolicyInPriorityClass"] != false || gates["SchedulerAsyncAPICalls"] != false ||
+		gates["SchedulerAsyncPreemption"] != false {
+		t.Errorf("PreemptionBasic/250Nodes: %v", w)
+	}
+	if _, ok := got[0]["metricsCollectorConfig"].(map[string]any)["metrics"].(map[string]any)[metricGoroutines]; !ok {
+		t.Errorf("the preemption goroutine duration is not collected: %v", got[0]["metricsCollectorConfig"])
+	}
+	// The workload's false overrides the test case's true; the test case's labels are gone.
+	protected := got[1]
+	pw := protected["workloads"].([]any)[0].(map[string]any)
+	if pw["featureGates"].(map[string]any)["DisruptionPolicyInPriorityClass"] != false || protected["labels"] != nil {
+		t.Errorf("PreemptionProtected: %v", protected)
+	}
+
+	// unset removes the gate everywhere, for a binary that does not know it.
+	out, err = generateConfig(src, sels[1:], []featureGate{{Name: "DisruptionPolicyInPriorityClass"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "DisruptionPolicyInPriorityClass") || strings.Contains(string(out), "metricsCollectorConfig") {
+		t.Errorf("unset gate or uncollected metrics still there:\n%s", out)
+	}
+
+	for _, bad := range []selection{
+		{TestCase: "PreemptionBasic", Name: "x", Base: "1000Nodes", Params: map[string]any{"nodes": 1.0}},
+		{TestCase: "PreemptionBasic", Name: "x", Base: "42Nodes"},
+		{TestCase: "NoSuchCase", Name: "x", Base: "x"},
+	} {
+		if _, err := generateConfig(src, []selection{bad}, nil, false); err == nil {
+			t.Errorf("generateConfig with %+v succeeded", bad)
+		}
+	}
+}
+
+func TestParseFeatureGate(t *testing.T) {
+	fg, err := parseFeatureGate("A=true")
+	if err != nil || fg.Name != "A" || fg.Value == nil || !*fg.Value {
+		t.Errorf("A=true: %+v %v", fg, err)
+	}
+	fg, err = parseFeatureGate("A=unset")
+	if err != nil || fg.Value != nil {
+		t.Errorf("A=unset: %+v %v", fg, err)
+	}
+	for _, bad := range []string{"A", "=true", "A=yes"} {
+		if _, err := parseFeatureGate(bad); err == nil {
+			t.Errorf("parseFeatureGate(%q) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestNewStats(t *testing.T) {
+	for _, tc := range []struct {
+		values                []float64
+		wantMin, wantMed, max float64
+	}{
+		{[]float64{3, 1, 2}, 1, 2, 3},
+		{[]float64{4, 1, 3, 2}, 1, 2.5, 4},
+		{[]float64{7}, 7, 7, 7},
+	} {
+		s := newStats(tc.values)
+		if s.N != len(tc.values) || s.Min != tc.wantMin || s.Median != tc.wantMed || s.Max != tc.max {
+			t.Errorf("newStats(%v) = %+v, want n=%d min=%v median=%v max=%v", tc.values, s, len(tc.values), tc.wantMin, tc.wantMed, tc.max)
+		}
+	}
+	if s := newStats([]float64{3, 1, 2}); s.Values[0] != 3 {
+		t.Errorf("newStats reordered the values it keeps: %v", s.Values)
+	}
+}
+
+func TestWorkloadName(t *testing.T) {
+	for label, want := range map[string]string{
+		"BenchmarkPerfScheduling/PreemptionBasic/250Nodes/namespace-2":                  "PreemptionBasic/250Nodes",
+		"BenchmarkPerfScheduling/PreemptionProtectedBelowThreshold/200Nodes/preemptors": "PreemptionProtectedBelowThreshold/200Nodes",
+		"PreemptionBasic/250Nodes":  "PreemptionBasic/250Nodes",
+		"BenchmarkPerfScheduling/x": "",
+		"":                          "",
+	} {
+		if got := workloadName(label); got != want {
+			t.Errorf("workloadName(%q) = %q, want %q", label, got, want)
+		}
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// testdata/raw: three rounds; PreemptionBasic/250Nodes for the three
+// variants, PreemptionProtectedBelowThreshold/200Nodes without upstream.
+func TestBuildReport(t *testing.T) {
+	r, err := buildReport("testdata/raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Workloads) != 2 {
+		t.Fatalf("got %d workloads, want 2: %+v", len(r.Workloads), r.Workloads)
+	}
+	basic, protected := r.Workloads[0], r.Workloads[1]
+	if basic.Name != "PreemptionBasic/250Nodes" || protected.Name != "PreemptionProtectedBelowThreshold/200Nodes" {
+		t.Fatalf("workloads %q, %q", basic.Name, protected.Name)
+	}
+
+	if basic.Baseline != variantUpstream || protected.Baseline != variantGateOff {
+		t.Errorf("baselines %q, %q; want upstream, and gate-off where upstream did not run", basic.Baseline, protected.Baseline)
+	}
+	up := basic.Variants[variantUpstream]["throughput"]
+	if up.N != 3 || up.Min != 90 || up.Median != 100 || up.Max != 110 {
+		t.Errorf("upstream throughput %+v, want n=3 90/100/110", up)
+	}
+	for _, tc := range []struct {
+		variant, measure string
+		want             float64
+	}{
+		{variantGateOff, "throughput", 1.0},
+		{variantGateOn, "throughput", 0.85},
+		{variantGateOn, "postfilter_p99", 14.0 / 11},
+		// result="error" (p99 9999 in the fixture) is not the goroutine latency.
+		{variantGateOn, "goroutine_p99", 460.0 / 410},
+		{variantGateOff, "goroutine_p99", 405.0 / 410},
+		{variantGateOn, "duration", 12.5 / 11},
+	} {
+		if got := basic.Ratios[tc.variant][tc.measure]; !near(got, tc.want) {
+			t.Errorf("PreemptionBasic %s/%s ratio = %v, want %v", tc.variant, tc.measure, got, tc.want)
+		}
+	}
+	if _, ok := basic.Ratios[variantUpstream]; ok {
+		t.Errorf("the baseline has ratios: %v", basic.Ratios[variantUpstream])
+	}
+	if got := protected.Ratios[variantGateOn]["throughput"]; !near(got, 42.0/55) {
+		t.Errorf("protected gate-on/gate-off throughput ratio = %v, want %v", got, 42.0/55)
+	}
+	if _, ok := protected.Variants[variantGateOn]["goroutine_p99"]; ok {
+		t.Errorf("goroutine latency reported for a workload without it")
+	}
+
+	// PreemptionBasic: gate off within noise (phase 11 s, upstream 10-12 s:
+	// met), gate on throughput 11/12.5 = 0.88x (missed), p99 goroutine +12%
+	// (missed). The protected workload, against the gate off: throughput
+	// 21/24 = 0.875x (missed), no goroutine latency.
+	if len(r.Goals) != 4 {
+		t.Fatalf("got %d goals, want 4: %+v", len(r.Goals), r.Goals)
+	}
+	for i, want := range []struct {
+		workload string
+		ratio    float64
+		met      bool
+	}{
+		{"PreemptionBasic/250Nodes", 1, true},
+		{"PreemptionBasic/250Nodes", 11 / 12.5, false},
+		{"PreemptionBasic/250Nodes", 460.0 / 410, false},
+		{"PreemptionProtectedBelowThreshold/200Nodes", 21.0 / 24, false},
+	} {
+		g := r.Goals[i]
+		if g.Workload != want.workload || !near(g.Ratio, want.ratio) || g.Met != want.met {
+			t.Errorf("goal %d: %+v, want %+v", i, g, want)
+		}
+	}
+
+	md := r.markdown()
+	for _, want := range []string{
+		"## PreemptionBasic/250Nodes",
+		"| measure | upstream | patched, gate off | patched, gate on | patched, gate off / upstream | patched, gate on / upstream |",
+		"| scheduling throughput (pods/s) | 100 [90-110] | 100 [95-105] | 85.0 [80.0-90.0] | 1.00x | 0.85x |",
+		"| preemption goroutine p99 (ms) | 410 [400-420] | 405 [400-415] | 460 [440-480] | 0.99x | 1.12x |",
+		"## PreemptionProtectedBelowThreshold/200Nodes",
+		"| measure | patched, gate off | patched, gate on | patched, gate on / patched, gate off |",
+		"| scheduling throughput (pods/s) | 55.0 [50.0-60.0] | 42.0 [40.0-44.0] | 0.76x |",
+		"| PreemptionBasic/250Nodes | gate off: 1.00x upstream throughput within noise (phase duration median inside upstream's min-max) | 1.00x (phase 11.0 s vs 10.0-12.0 s); SchedulingThroughput average 1.00x | yes |",
+		"| PreemptionBasic/250Nodes | gate on: >= 0.95x upstream throughput (pods per second of the measured phase) | 0.88x (phase 12.5 s vs 11.0 s); SchedulingThroughput average 0.85x | **no** |",
+		"| PreemptionBasic/250Nodes | gate on (eviction): <= 1.10x upstream (DELETE) p99 preemption goroutine latency | 1.12x (460 vs 410 ms); 1.14x gate off (DELETE, same binary) | **no** |",
+		"| PreemptionProtectedBelowThreshold/200Nodes | gate on: >= 0.95x gate off throughput (pods per second of the measured phase) | 0.88x (phase 24.0 s vs 21.0 s); SchedulingThroughput average 0.76x | **no** |",
+		"Runs: upstream 3, patched, gate off 3, patched, gate on 3.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// Every table row has as many cells as its header.
+	for _, block := range strings.Split(md, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		if !strings.HasPrefix(lines[0], "|") {
+			continue
+		}
+		cells := strings.Count(lines[0], "|")
+		for _, l := range lines[1:] {
+			if strings.Count(strings.ReplaceAll(l, "\\|", ""), "|") != cells {
+				t.Errorf("row %q has not the %d separators of its header %q", l, cells, lines[0])
+			}
+		}
+	}
+}
+
+func TestRunReport(t *testing.T) {
+	dir := t.TempDir()
+	md, js := filepath.Join(dir, "results.md"), filepath.Join(dir, "results.json")
+	if err := runReport([]string{"-raw", "testdata/raw", "-md", md, "-json", js, "-meta", "machine=2 CPUs", "-meta", "command=make bench"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "| machine | 2 CPUs |\n| command | make bench |\n") {
+		t.Errorf("the meta data are not at the top, in order:\n%s", b)
+	}
+	var r report
+	b, err = os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Workloads) != 2 || r.Workloads[0].Variants[variantGateOn]["throughput"].Median != 85 || len(r.Workloads[0].Variants[variantGateOn]["throughput"].Values) != 3 {
+		t.Errorf("JSON summary: %+v", r.Workloads)
+	}
+
+	if err := runReport([]string{"-raw", t.TempDir(), "-md", md, "-json", js}); err == nil || !strings.Contains(err.Error(), "no result files") {
+		t.Errorf("a directory without results: got error %v", err)
+	}
+	bad := filepath.Join(dir, "bad")
+	if err := os.MkdirAll(filepath.Join(bad, "gate-on"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "gate-on", "x.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runReport([]string{"-raw", bad, "-md", md, "-json", js}); err == nil || !strings.Contains(err.Error(), "round-") {
+		t.Errorf("a file outside <variant>/round-<n>: got error %v", err)
+	}
+}
+
+func TestFormatStats(t *testing.T) {
+	for _, tc := range []struct {
+		s     stats
+		limit float64
+		want  string
+	}{
+		{newStats([]float64{0.5, 0.25, 1}), 0, "0.50 [0.25-1.00]"},
+		{newStats([]float64{12.34, 10, 15}), 0, "12.3 [10.0-15.0]"},
+		{newStats([]float64{150, 204.8, 204.8}), extensionPointCap, ">=205 [150->=205]"},
+	} {
+		if got := formatStats(tc.s, tc.limit); got != tc.want {
+			t.Errorf("formatStats(%+v, %v) = %q, want %q", tc.s, tc.limit, got, tc.want)
+		}
+	}
+}

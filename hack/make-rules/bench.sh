@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# `make bench`: runs upstream's scheduler_perf benchmarks on this machine, in
+# one run, for three variants of kube-scheduler (and the in-process
+# kube-apiserver scheduler_perf starts with it):
+#   upstream   pristine upstream: the base/<version> tag of the tree (module
+#              import plus the offline-build adjustments), extracted to
+#              _output/bench/upstream
+#   gate-off   the patched tree, DisruptionPolicyInPriorityClass off
+#   gate-on    the patched tree, DisruptionPolicyInPriorityClass on
+# and writes benchmarks/results.md (tables, ratios to upstream, goals),
+# benchmarks/results.json (the same as data) and benchmarks/raw/ (the
+# DataItems files scheduler_perf wrote, <variant>/round-<n>/<topic>.json).
+#
+# Workloads (BENCH_* below pick them, as TESTCASE/WORKLOAD of the tree's
+# config, or TESTCASE/NAME=BASE:KEY=VALUE,... for workload BASE with other
+# parameters, either optionally followed by @GATE=BOOL,... for feature gates
+# of that workload; hack/benchreport config writes each variant's config):
+#   default_preemption/PreemptionBasic, PreemptionAsync: upstream's, all three
+#     variants. PreemptionBasic runs with synchronous preemption: with
+#     asynchronous preemption most runs of it here had a preemptor parked
+#     for the scheduler's 5-minute flush of unschedulable pods
+#     (kubernetes/kubernetes#141694, upstream's), which makes a run last
+#     minutes and its throughput meaningless. Synchronous preemption removes
+#     the victims inside PostFilter, so its latency includes DELETE or
+#     eviction. PreemptionAsync's measured pods do not preempt (the churned
+#     preemptors do, asynchronously), so the preemption goroutine latency
+#     comes from there.
+#   disruption_policy/PreemptionProtected{Below,Above}Threshold: KEP-3280's
+#     (patch 0013); upstream does not have them (nor the pod field and the
+#     gate they use), so only gate-off and gate-on run them, and their ratios
+#     are gate on / gate off.
+# Each run is a process of its own (one workload of one variant: the
+# scheduler registers its metrics once per process, and no heap is carried
+# over). Every round runs each workload once per variant, the variants in a
+# rotated order (round 1: upstream, gate-off, gate-on; round 2: gate-off,
+# gate-on, upstream; ...), so that the noise of a shared machine spreads over
+# all of them; the report gives the median, minimum and maximum over the
+# rounds.
+#
+# The tree must carry exactly patches/kubernetes (`make apply`); a missing
+# tree is materialised and patched first. The scheduler_perf test binaries
+# are built once per run (`go test -c`, Go's build cache makes it cheap when
+# nothing changed). Re-running replaces _output/bench/run and the results.
+#
+# Knobs:
+#   BENCH_ROUNDS=5            rounds
+#   BENCH_BASIC, BENCH_ASYNC, BENCH_PROTECTED   workloads (defaults below)
+#   BENCH_PROFILE=1           also write CPU profiles of the measured phases
+#                             (-perf-cpuprofile) to _output/bench/run/profiles
+#   BENCH_ARGS="..."          more flags for the scheduler_perf test binaries
+#   BENCH_OUT=benchmarks      where results go
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+
+BENCH_ROUNDS="${BENCH_ROUNDS:-5}"
+BENCH_BASIC="${BENCH_BASIC:-250Nodes_SyncPreemption=1000Nodes:initNodes=250,initPods=1000,measurePods=250@SchedulerAsyncPreemption=false}"
+BENCH_ASYNC="${BENCH_ASYNC:-500Nodes}"
+BENCH_PROTECTED="${BENCH_PROTECTED:-100Nodes}"
+BENCH_PROFILE="${BENCH_PROFILE:-0}"
+BENCH_ARGS="${BENCH_ARGS:-}"
+BENCH_OUT="${BENCH_OUT:-${REPO_ROOT}/benchmarks}"
+[[ "${BENCH_ROUNDS}" =~ ^[1-9][0-9]*$ ]] || fatal "BENCH_ROUNDS must be a positive number, not '${BENCH_ROUNDS}'"
+
+component::load kubernetes
+GATE=DisruptionPolicyInPriorityClass
+PERF=test/integration/scheduler_perf
+BENCH_DIR="${OUTPUT_DIR}/bench"
+UPSTREAM_TREE="${BENCH_DIR}/upstream"
+RUN="${BENCH_DIR}/run"
+VARIANTS=(upstream gate-off gate-on)
+TOPICS=(default_preemption disruption_policy)
+
+# selections TOPIC: the workloads of TOPIC, one a line.
+selections() {
+  case "$1" in
+    default_preemption) printf '%s\n' "PreemptionBasic/${BENCH_BASIC}" "PreemptionAsync/${BENCH_ASYNC}" ;;
+    disruption_policy) printf '%s\n' "PreemptionProtectedBelowThreshold/${BENCH_PROTECTED}" "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED}" ;;
+  esac
+}
+
+# workload_of SELECTION: TESTCASE/NAME.
+workload_of() {
+  local tc="${1%%/*}" rest="${1#*/}"
+  rest="${rest%%@*}"
+  echo "${tc}/${rest%%=*}"
+}
+
+# runs VARIANT TOPIC: whether the variant runs the topic's workloads.
+runs() {
+  [[ "$1" != upstream || "$2" != disruption_policy ]]
+}
+
+tree_of() {
+  if [[ "$1" == upstream ]]; then echo "${UPSTREAM_TREE}"; else echo "${COMPONENT_TREE}"; fi
+}
+
+binary_of() {
+  if [[ "$1" == upstream ]]; then echo "${BENCH_DIR}/bin/upstream-$2.test"; else echo "${BENCH_DIR}/bin/patched-$2.test"; fi
+}
+
+# --- the patched tree
+if ! component::is_materialised; then
+  log "${COMPONENT_TREE} is missing: materialising and applying patches/${COMPONENT_NAME}"
+  "${REPO_ROOT}/hack/make-rules/apply.sh" "${COMPONENT_NAME}"
+fi
+recorded=""
+[[ -f "$(component::sync_file)" ]] && recorded="$(cat "$(component::sync_file)")"
+if [[ "${recorded}" != "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
+  [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
+  fatal "${COMPONENT_TREE} does not carry exactly patches/${COMPONENT_NAME} (commits or edits not exported, or patches/ changed): run 'make apply' (or export your work first)"
+fi
+[[ -d "${COMPONENT_TREE}/${PERF}/disruption_policy" ]] || fatal "${COMPONENT_TREE}/${PERF}/disruption_policy is missing: patches/${COMPONENT_NAME} lacks the KEP-3280 scheduler_perf workloads"
+
+# --- pristine upstream: the base tag, extracted once per base commit
+base_commit="$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")"
+if [[ "$(cat "${UPSTREAM_TREE}/.bench-base" 2>/dev/null || true)" != "${base_commit}" ]]; then
+  log "extracting ${COMPONENT_BASE_TAG} (${base_commit:0:12}) to ${UPSTREAM_TREE}"
+  rm -rf "${UPSTREAM_TREE}"
+  mkdir -p "${UPSTREAM_TREE}"
+  component::git archive --format=tar "${base_commit}" | tar -x -C "${UPSTREAM_TREE}"
+  echo "${base_commit}" >"${UPSTREAM_TREE}/.bench-base"
+fi
+
+# --- binaries
+mkdir -p "${BENCH_DIR}/bin"
+log "building hack/benchreport"
+(cd "${REPO_ROOT}" && go build -o "${BENCH_DIR}/bin/benchreport" ./hack/benchreport) || fatal "building hack/benchreport failed"
+report_tool="${BENCH_DIR}/bin/benchreport"
+for variant in upstream gate-on; do # gate-off uses the gate-on binary
+  for topic in "${TOPICS[@]}"; do
+    runs "${variant}" "${topic}" || continue
+    bin="$(binary_of "${variant}" "${topic}")"
+    log "building $(basename "${bin}") in $(tree_of "${variant}")"
+    start=${SECONDS}
+    (cd "$(tree_of "${variant}")" && GOFLAGS= go test -c -o "${bin}" "./${PERF}/${topic}") ||
+      fatal "building the scheduler_perf test binary of ${topic} in $(tree_of "${variant}") failed"
+    log "  built in $((SECONDS - start)) s"
+  done
+done
+
+# --- configs: <run>/configs/<variant>/<topic>/performance-config.yaml, with
+# copies of the tree's templates next to it, as the relative paths in
+# configs expect (copies: the runs do not depend on the tree any more).
+rm -rf "${RUN}"
+mkdir -p "${RUN}/configs" "${RUN}/raw" "${RUN}/logs"
+for variant in "${VARIANTS[@]}"; do
+  tree="$(tree_of "${variant}")"
+  case "${variant}" in
+    upstream) gate="${GATE}=unset" ;;
+    gate-off) gate="${GATE}=false" ;;
+    gate-on) gate="${GATE}=true" ;;
+  esac
+  mkdir -p "${RUN}/configs/${variant}"
+  cp -r "${tree}/${PERF}/templates" "${RUN}/configs/${variant}/templates"
+  for topic in "${TOPICS[@]}"; do
+    runs "${variant}" "${topic}" || continue
+    dir="${RUN}/configs/${variant}/${topic}"
+    mkdir -p "${dir}"
+    if [[ -d "${tree}/${PERF}/${topic}/templates" ]]; then
+      cp -r "${tree}/${PERF}/${topic}/templates" "${dir}/templates"
+    fi
+    mapfile -t sels < <(selections "${topic}")
+    "${report_tool}" config -in "${tree}/${PERF}/${topic}/performance-config.yaml" -out "${dir}/performance-config.yaml" \
+      -collect-metrics -feature-gate "${gate}" "${sels[@]}" || fatal "writing the ${variant} config of ${topic} failed"
+  done
+done
+
+# --- rounds
+export PATH="${OUTPUT_BIN}:${PATH}"
+command -v etcd >/dev/null || fatal "etcd is not in ${OUTPUT_BIN}: run 'make tools'"
+profile_args=()
+[[ "${BENCH_PROFILE}" == "1" ]] && profile_args=(-perf-cpuprofile)
+read -r -a extra_args <<<"${BENCH_ARGS}"
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+date_start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+bench_start=${SECONDS}
+orders=()
+for ((round = 1; round <= BENCH_ROUNDS; round++)); do
+  order=()
+  for ((i = 0; i < ${#VARIANTS[@]}; i++)); do
+    order+=("${VARIANTS[$(((round - 1 + i) % ${#VARIANTS[@]}))]}")
+  done
+  orders+=("round ${round}: ${order[*]}")
+  for topic in "${TOPICS[@]}"; do
+    mapfile -t sels < <(selections "${topic}")
+    for sel in "${sels[@]}"; do
+      workload="$(workload_of "${sel}")"
+      for variant in "${order[@]}"; do
+        runs "${variant}" "${topic}" || continue
+        name="${variant}-round-${round}-${workload//\//-}"
+        data="${RUN}/data/${name}"
+        mkdir -p "${data}" "${RUN}/logs/${name}" "${RUN}/raw/${variant}/round-${round}"
+        start=${SECONDS}
+        if ! (cd "${RUN}/configs/${variant}/${topic}" &&
+          KUBE_CACHE_MUTATION_DETECTOR=false ARTIFACTS="${RUN}/logs/${name}" \
+            "$(binary_of "${variant}" "${topic}")" -test.run '^$' -test.bench "^BenchmarkPerfScheduling\$/^${workload%%/*}\$/^${workload#*/}\$" \
+            -test.benchtime 1x -test.timeout 60m -perf-scheduling-label-filter=bench -data-items-dir "${data}" \
+            ${profile_args[@]+"${profile_args[@]}"} ${extra_args[@]+"${extra_args[@]}"}) >"${RUN}/logs/${name}.log" 2>&1; then
+          fatal "round ${round}, ${variant}, ${workload} failed after $((SECONDS - start)) s: see ${RUN}/logs/${name}.log and ${RUN}/logs/${name}/"
+        fi
+        results=("${data}"/BenchmarkPerfScheduling_benchmark_*.json)
+        [[ -f "${results[0]}" ]] || fatal "round ${round}, ${variant}, ${workload}: scheduler_perf wrote no results (${RUN}/logs/${name}.log)"
+        grep -q "^BenchmarkPerfScheduling/${workload}-" "${RUN}/logs/${name}.log" ||
+          fatal "round ${round}, ${variant}, ${workload}: the workload did not run (${RUN}/logs/${name}.log)"
+        mv "${results[0]}" "${RUN}/raw/${variant}/round-${round}/${workload//\//_}.json"
+        log "round ${round}/${BENCH_ROUNDS}: ${variant} ${workload} in $((SECONDS - start)) s"
+      done
+    done
+  done
+done
+elapsed=$((SECONDS - bench_start))
+if [[ "${BENCH_PROFILE}" == "1" ]]; then
+  mkdir -p "${RUN}/profiles"
+  find "${RUN}/data" -name '*.prof' -exec mv {} "${RUN}/profiles/" \;
+  log "CPU profiles in ${RUN}/profiles (go tool pprof -top <files>)"
+fi
+
+# --- report
+repo_commit="$(git -C "${REPO_ROOT}" rev-parse --short=12 HEAD)"
+[[ -z "$(git -C "${REPO_ROOT}" status --porcelain --untracked-files=no)" ]] || repo_commit+=" (with uncommitted edits)"
+describe_selections() {
+  local topic
+  for topic in "${TOPICS[@]}"; do
+    selections "${topic}"
+  done | paste -sd';' - | sed 's/;/; /g'
+}
+meta=(
+  -meta "date (UTC)=${date_start}, ${elapsed} s for the rounds ($((elapsed / 60)) min $((elapsed % 60)) s)"
+  -meta "command=make bench (BENCH_ROUNDS=${BENCH_ROUNDS}$([[ "${BENCH_PROFILE}" == "1" ]] && echo ", BENCH_PROFILE=1")${BENCH_ARGS:+, BENCH_ARGS=${BENCH_ARGS}})"
+  -meta "machine=$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr), $(go version | cut -d' ' -f3)"
+  -meta "load average (1/5/15 min)=${load_start} at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end: the machine is shared, other builds may have run during the rounds"
+  -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
+  -meta "patched=$(component::series_files | wc -l) patches of patches/${COMPONENT_NAME} on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
+  -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
+  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload; PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off"
+  -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, variants interleaved in the order $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
+)
+mkdir -p "${BENCH_OUT}"
+"${report_tool}" report -raw "${RUN}/raw" -md "${RUN}/results.md" -json "${RUN}/results.json" "${meta[@]}" ||
+  fatal "writing the report failed"
+rm -rf "${BENCH_OUT}/raw"
+cp -r "${RUN}/raw" "${BENCH_OUT}/raw"
+cp "${RUN}/results.md" "${RUN}/results.json" "${BENCH_OUT}/"
+log "benchmarks done in ${elapsed} s: ${BENCH_OUT#"${REPO_ROOT}/"}/results.md"

@@ -58,6 +58,10 @@ export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patch
 binaries: ## Build only kube-apiserver, kube-scheduler, kube-controller-manager, kubectl
 	hack/make-rules/build.sh
 
+.PHONY: pristine
+pristine: ## Build pristine upstream kube-apiserver (no patches) into _output/bin/pristine, for the downgrade and skew tests
+	hack/make-rules/build-pristine.sh
+
 .PHONY: descheduler
 descheduler: ## Build only the descheduler, against the patched k8s.io/* staging modules
 	hack/make-rules/build.sh descheduler

@@ -133,3 +133,24 @@ component::check_no_local_work() {
   [[ "${head}" == "${recorded_head}" ]] && return 0
   fatal "${COMPONENT_TREE} has commits that are not exported to patches/${COMPONENT_NAME}: run 'make export-patches' (or FORCE=1 to discard them)"
 }
+
+# component::pristine_tree: where component::extract_pristine puts the loaded
+# component's base tag (upstream plus the offline-build adjustments, no patches).
+component::pristine_tree() { printf '%s/pristine/%s' "${OUTPUT_DIR}" "${COMPONENT_NAME}"; }
+
+# component::extract_pristine: extracts the base tag of the materialised tree
+# to component::pristine_tree, once per base commit; prints the directory.
+component::extract_pristine() {
+  local dir base
+  dir="$(component::pristine_tree)"
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make materialize COMPONENT=${COMPONENT_NAME}'"
+  base="$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")"
+  if [[ "$(cat "${dir}/.pristine-base" 2>/dev/null || true)" != "${base}" ]]; then
+    log "extracting ${COMPONENT_BASE_TAG} (${base:0:12}) to ${dir}"
+    rm -rf "${dir}"
+    mkdir -p "${dir}"
+    component::git archive --format=tar "${base}" | tar -x -C "${dir}"
+    echo "${base}" >"${dir}/.pristine-base"
+  fi
+  printf '%s\n' "${dir}"
+}

@@ -4,7 +4,7 @@
 # kube-apiserver scheduler_perf starts with it):
 #   upstream   pristine upstream: the base/<version> tag of the tree (module
 #              import plus the offline-build adjustments), extracted to
-#              _output/bench/upstream
+#              _output/pristine/kubernetes
 #   gate-off   the patched tree, DisruptionPolicyInPriorityClass off
 #   gate-on    the patched tree, DisruptionPolicyInPriorityClass on
 # and writes benchmarks/results.md (tables, ratios to upstream, goals),
@@ -65,7 +65,6 @@ component::load kubernetes
 GATE=DisruptionPolicyInPriorityClass
 PERF=test/integration/scheduler_perf
 BENCH_DIR="${OUTPUT_DIR}/bench"
-UPSTREAM_TREE="${BENCH_DIR}/upstream"
 RUN="${BENCH_DIR}/run"
 VARIANTS=(upstream gate-off gate-on)
 TOPICS=(default_preemption disruption_policy)
@@ -112,14 +111,9 @@ fi
 [[ -d "${COMPONENT_TREE}/${PERF}/disruption_policy" ]] || fatal "${COMPONENT_TREE}/${PERF}/disruption_policy is missing: patches/${COMPONENT_NAME} lacks the KEP-3280 scheduler_perf workloads"
 
 # --- pristine upstream: the base tag, extracted once per base commit
+# (shared with hack/make-rules/build-pristine.sh)
 base_commit="$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")"
-if [[ "$(cat "${UPSTREAM_TREE}/.bench-base" 2>/dev/null || true)" != "${base_commit}" ]]; then
-  log "extracting ${COMPONENT_BASE_TAG} (${base_commit:0:12}) to ${UPSTREAM_TREE}"
-  rm -rf "${UPSTREAM_TREE}"
-  mkdir -p "${UPSTREAM_TREE}"
-  component::git archive --format=tar "${base_commit}" | tar -x -C "${UPSTREAM_TREE}"
-  echo "${base_commit}" >"${UPSTREAM_TREE}/.bench-base"
-fi
+UPSTREAM_TREE="$(component::extract_pristine)"
 
 # --- binaries
 mkdir -p "${BENCH_DIR}/bin"

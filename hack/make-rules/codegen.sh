@@ -16,6 +16,9 @@
 #                 plugin/pkg/auth/authorizer/rbac/bootstrappolicy (no upstream script)
 # Default: all, in that order. Each step logs its wall time; the log of each
 # step is kept in ${OUTPUT_DIR}/logs/codegen-<step>.log.
+# CODEGEN_GENERATORS="protobuf ..." limits the codegen step to those of
+# update-codegen.sh's generators (`hack/update-codegen.sh -?` lists them), for
+# the edit loop; verify-codegen.sh always runs them all.
 #
 # What stood in the way offline, and what this script does about it:
 # - hack/tools is a module of its own upstream, so it is not in the module zip,
@@ -245,6 +248,16 @@ codegen::step::codegen() {
   # codegen done by codegen::run_subprojects instead.
   mapfile -t all < <(hack/update-codegen.sh '-?' | sed -n 's/^    \([a-z0-9_]*\)$/\1/p')
   [[ ${#all[@]} -gt 0 ]] || fatal "hack/update-codegen.sh -? listed no codegens"
+  if [[ -n "${CODEGEN_GENERATORS:-}" ]]; then
+    local want=()
+    for g in ${CODEGEN_GENERATORS}; do
+      [[ " ${all[*]} " == *" ${g} "* ]] || fatal "CODEGEN_GENERATORS: unknown generator '${g}': one of ${all[*]}"
+      want+=("^${g}\$")
+    done
+    hack/update-codegen.sh "${want[@]}"
+    codegen::remove_vendor_scaffold
+    return 0
+  fi
   for g in "${all[@]}"; do
     if [[ "${g}" == subprojects ]]; then
       split=1

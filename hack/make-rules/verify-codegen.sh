@@ -26,7 +26,7 @@ fi
 
 head="$(component::git rev-parse --short HEAD)"
 start="$(date +%s)"
-"${REPO_ROOT}/hack/make-rules/codegen.sh" "$@"
+CODEGEN_GENERATORS= "${REPO_ROOT}/hack/make-rules/codegen.sh" "$@"
 
 changed="$(component::git status --porcelain)"
 if [[ -n "${changed}" ]]; then

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,8 +45,16 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// start runs bin with args, logging to dir/name.log, and stops it at cleanup.
-func start(t testing.TB, dir, name, bin string, args ...string) *exec.Cmd {
+// PristineBinDir returns _output/bin/pristine of this repository: upstream's
+// binaries without our patches (hack/make-rules/build-pristine.sh).
+func PristineBinDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(BinDir(t), "pristine")
+}
+
+// start runs bin with args, logging to dir/name.log; the returned function
+// stops it (SIGINT, SIGKILL 20 s later) and is also called at cleanup.
+func start(t testing.TB, dir, name, bin string, args ...string) func() {
 	t.Helper()
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s: %v (run `make build` first)", bin, err)
@@ -59,24 +68,36 @@ func start(t testing.TB, dir, name, bin string, args ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			logFile.Close()
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logFile.Close()
+		stop()
 		if t.Failed() {
 			if b, err := os.ReadFile(logFile.Name()); err == nil {
 				t.Logf("--- %s log (last 4 KiB) ---\n%s", name, tail(b, 4096))
+				// KUBE_GUARD_TEST_LOGS=<dir> keeps whole logs of failed tests.
+				if keep := os.Getenv("KUBE_GUARD_TEST_LOGS"); keep != "" {
+					if err := os.MkdirAll(keep, 0o755); err == nil {
+						_ = os.WriteFile(filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+"-"+filepath.Base(dir)+"-"+name+".log"), b, 0o644)
+					}
+				}
 			}
 		}
 	})
-	return cmd
+	return stop
 }
 
 func tail(b []byte, n int) []byte {
@@ -108,7 +129,12 @@ type APIServer struct {
 	EtcdRoot  string
 	Binary    string
 	ExtraArgs []string
+	stop      func()
 }
+
+// Stop stops the kube-apiserver (etcd keeps running), e.g. to start another
+// one on the same data. It is also done at cleanup.
+func (s *APIServer) Stop() { s.stop() }
 
 // Options configure StartAPIServer.
 type Options struct {
@@ -118,6 +144,25 @@ type Options struct {
 	EtcdURL string
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// Binary is the kube-apiserver to run; default: the patched one in BinDir.
+	Binary string
+	// Users get a bearer token each (besides the system:masters admin), for
+	// APIServer.ConfigFor: e.g. system:kube-scheduler, bound by the bootstrap
+	// RBAC policy to its own roles.
+	Users []string
+}
+
+// userToken is the bearer token StartAPIServer gives a user of Options.Users.
+func userToken(user string) string {
+	return "token-" + strings.NewReplacer(":", "-", "/", "-").Replace(user)
+}
+
+// ConfigFor returns a client config that authenticates as user, one of the
+// Options.Users the server was started with.
+func (s *APIServer) ConfigFor(user string) *rest.Config {
+	cfg := rest.CopyConfig(s.Config)
+	cfg.BearerToken = userToken(user)
+	return cfg
 }
 
 // StartAPIServer starts the patched kube-apiserver against a real etcd, with
@@ -140,7 +185,11 @@ func StartAPIServer(t testing.TB, opts Options) *APIServer {
 	}
 	token := "integration-test-admin-token"
 	tokenFile := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(token+`,admin,admin-uid,"system:masters"`+"\n"), 0o600); err != nil {
+	tokens := token + `,admin,admin-uid,"system:masters"` + "\n"
+	for _, user := range opts.Users {
+		tokens += fmt.Sprintf("%s,%s,%s-uid\n", userToken(user), user, user)
+	}
+	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	port := FreePort(t)
@@ -158,8 +207,11 @@ func StartAPIServer(t testing.TB, opts Options) *APIServer {
 		args = append(args, "--feature-gates="+opts.FeatureGates)
 	}
 	args = append(args, opts.ExtraArgs...)
-	bin := filepath.Join(BinDir(t), "kube-apiserver")
-	start(t, dir, "kube-apiserver", bin, args...)
+	bin := opts.Binary
+	if bin == "" {
+		bin = filepath.Join(BinDir(t), "kube-apiserver")
+	}
+	stop := start(t, dir, "kube-apiserver", bin, args...)
 
 	cfg := &rest.Config{
 		Host:            fmt.Sprintf("https://127.0.0.1:%d", port),
@@ -185,5 +237,57 @@ func StartAPIServer(t testing.TB, opts Options) *APIServer {
 	if err != nil {
 		t.Fatalf("kube-apiserver did not become ready: %v (last answer: %s)", err, last)
 	}
-	return &APIServer{Config: cfg, Client: client, EtcdURL: etcdURL, EtcdRoot: "/registry", Binary: bin, ExtraArgs: args}
+	return &APIServer{Config: cfg, Client: client, EtcdURL: etcdURL, EtcdRoot: "/registry", Binary: bin, ExtraArgs: args, stop: stop}
+}
+
+// WriteKubeconfig writes cfg (bearer token, server certificate not checked)
+// as a kubeconfig file in dir and returns its path.
+func WriteKubeconfig(t testing.TB, dir, name string, cfg *rest.Config) string {
+	t.Helper()
+	path := filepath.Join(dir, name+".kubeconfig")
+	content := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+users:
+- name: user
+  user: {token: %q}
+contexts:
+- name: local
+  context: {cluster: local, user: user}
+current-context: local
+`, cfg.Host, cfg.BearerToken)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// StartScheduler starts the patched kube-scheduler against s as user (one of
+// the server's Options.Users), without leader election or serving, with
+// --feature-gates=featureGates when not empty. The returned function stops it.
+func StartScheduler(t testing.TB, s *APIServer, user, featureGates string, extraArgs ...string) func() {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := WriteKubeconfig(t, dir, "kube-scheduler", s.ConfigFor(user))
+	args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=2"}
+	if featureGates != "" {
+		args = append(args, "--feature-gates="+featureGates)
+	}
+	return start(t, dir, "kube-scheduler", filepath.Join(BinDir(t), "kube-scheduler"), append(args, extraArgs...)...)
+}
+
+// StartControllerManager starts the patched kube-controller-manager against s
+// as the admin, running only controllers (e.g. "disruption"), without leader
+// election or serving. The returned function stops it.
+func StartControllerManager(t testing.TB, s *APIServer, controllers, featureGates string) func() {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := WriteKubeconfig(t, dir, "kube-controller-manager", s.Config)
+	args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "--controllers=" + controllers}
+	if featureGates != "" {
+		args = append(args, "--feature-gates="+featureGates)
+	}
+	return start(t, dir, "kube-controller-manager", filepath.Join(BinDir(t), "kube-controller-manager"), args...)
 }

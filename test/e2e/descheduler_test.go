@@ -5,7 +5,8 @@ package e2e
 // cluster, following the KEP's test plan: a real validating admission
 // webhook, served over TLS by the test, takes evictions of annotated pods
 // over the way KubeVirt's does (429 and a marker message), and the
-// descheduler binary runs as a separate process.
+// descheduler binary runs as a separate process whose log and /metrics the
+// tests read.
 
 import (
 	"bytes"
@@ -19,11 +20,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,8 +36,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 const (
@@ -42,26 +48,54 @@ const (
 	evictionInProgressAnnotation = "descheduler.alpha.kubernetes.io/eviction-in-progress"
 	// deschedulableLabel marks the pods the test's PodLifeTime policy selects.
 	deschedulableLabel = "kube-guard.io/deschedule"
+	// evacuatorAnnotateLabel set to "false" on a pod makes the test webhook
+	// take its eviction over (429 and the marker) without ever annotating it
+	// eviction-in-progress: a request that is never confirmed.
+	evacuatorAnnotateLabel = "kube-guard.io/evacuator-annotate"
 	// evacuationMarker is what the webhook answers; the descheduler's default
-	// evictionMessagePrefixes ("Eviction triggered") match it inside the
-	// apiserver's `admission webhook "..." denied the request: ` wrapping.
+	// markers match it inside the apiserver's
+	// `admission webhook "..." denied the request: ` wrapping.
 	evacuationMarker = "Eviction triggered evacuation"
-	// deschedulerCycleLog is logged once per descheduling cycle (--v=1).
+	// profileName is the profile of deschedulerPolicy unless told otherwise.
+	profileName = "kep-1397-e2e"
+	// deschedulerCycleLog is logged once per descheduling cycle, at its end (--v=1).
 	deschedulerCycleLog = "Number of evictions/requests"
+	// deschedulerCycleStartLog is logged once per cycle, at its start (--v=3).
+	deschedulerCycleStartLog = "Resetting pod evictor counters"
+
+	// The descheduler's metrics of evictions in background.
+	evacuationsTotalMetric     = "descheduler_pod_evacuations_total"
+	evacuationsInProgressGauge = "descheduler_pod_evacuations_in_progress"
+	evacuationsAbandonedMetric = "descheduler_pod_evacuations_abandoned_total"
+	podsEvictedTotalMetric     = "descheduler_pods_evicted_total"
+	// Results of podsEvictedTotalMetric for requests the evacuation limits refuse.
+	nodeEvacuationLimitResult      = "maximum number of evacuations per node reached"
+	namespaceEvacuationLimitResult = "maximum number of evacuations per namespace reached"
 )
+
+// evacuatorConfig is how the test webhook answers.
+type evacuatorConfig struct {
+	// deleteAfter is how long after the request the webhook deletes the
+	// pod; never when zero.
+	deleteAfter time.Duration
+	// messagePrefix is put in front of evacuationMarker in the answer, the
+	// way some webhooks tag their messages.
+	messagePrefix string
+}
 
 // evacuator is a validating admission webhook for pods/eviction in one
 // namespace. It lets evictions of ordinary pods through; for a pod annotated
 // request-evict-only it records the request, annotates the pod
-// eviction-in-progress, deletes it deleteAfter later (never when zero) and
-// denies the eviction with 429 and evacuationMarker.
+// eviction-in-progress (unless the pod's evacuatorAnnotateLabel is "false"),
+// deletes it deleteAfter later and denies the eviction with 429 and
+// evacuationMarker.
 type evacuator struct {
-	client      kubernetes.Interface
-	namespace   string
-	deleteAfter time.Duration
+	client    kubernetes.Interface
+	namespace string
+	cfg       evacuatorConfig
 
 	mu       sync.Mutex
-	requests map[string][]time.Time // eviction requests by pod name
+	requests map[string][]time.Time // eviction requests by pod name, dry-run ones included
 	deleted  map[string]time.Time   // when the webhook deleted the pod
 	errs     []error
 }
@@ -69,9 +103,9 @@ type evacuator struct {
 // startEvacuator serves the webhook on 127.0.0.1 with a fresh self-signed
 // certificate, registers it for the namespace, and waits until the
 // apiserver calls it.
-func (c *cluster) startEvacuator(t *testing.T, ns string, deleteAfter time.Duration) *evacuator {
+func (c *cluster) startEvacuator(t *testing.T, ns string, cfg evacuatorConfig) *evacuator {
 	t.Helper()
-	e := &evacuator{client: c.client, namespace: ns, deleteAfter: deleteAfter,
+	e := &evacuator{client: c.client, namespace: ns, cfg: cfg,
 		requests: map[string][]time.Time{}, deleted: map[string]time.Time{}}
 
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
@@ -125,7 +159,7 @@ func (c *cluster) startEvacuator(t *testing.T, ns string, deleteAfter time.Durat
 		return last != nil && strings.Contains(last.Error(), evacuationMarker), nil
 	})
 	require.True(t, apierrors.IsTooManyRequests(last), "the webhook's answer is not a 429: %v", last)
-	require.Contains(t, last.Error(), fmt.Sprintf("admission webhook %q denied the request: %s", name, evacuationMarker))
+	require.Contains(t, last.Error(), fmt.Sprintf("admission webhook %q denied the request: %s%s", name, cfg.messagePrefix, evacuationMarker))
 	// The probe is now an eviction in progress: remove it so that it takes
 	// no slot in the tests' evacuation limits.
 	c.deletePod(t, ns, probe.Name)
@@ -150,7 +184,7 @@ func (e *evacuator) serve(w http.ResponseWriter, r *http.Request) {
 				Status:  metav1.StatusFailure,
 				Code:    http.StatusTooManyRequests,
 				Reason:  metav1.StatusReasonTooManyRequests,
-				Message: evacuationMarker + " of pod " + req.Name,
+				Message: e.cfg.messagePrefix + evacuationMarker + " of pod " + req.Name,
 			}
 		}
 	}
@@ -170,19 +204,21 @@ func (e *evacuator) intercept(ctx context.Context, req *admissionv1.AdmissionReq
 	if _, ok := pod.Annotations[evictionRequestAnnotation]; !ok {
 		return false
 	}
-	if req.DryRun != nil && *req.DryRun {
-		return true
-	}
 	e.mu.Lock()
 	e.requests[req.Name] = append(e.requests[req.Name], time.Now())
 	e.mu.Unlock()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"evacuator"}}}`, evictionInProgressAnnotation)
-	if _, err := e.client.CoreV1().Pods(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		e.fail(fmt.Errorf("webhook: annotating pod %s: %w", req.Name, err))
+	if req.DryRun != nil && *req.DryRun {
+		return true
 	}
-	if e.deleteAfter > 0 {
+	if pod.Labels[evacuatorAnnotateLabel] != "false" {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"evacuator"}}}`, evictionInProgressAnnotation)
+		if _, err := e.client.CoreV1().Pods(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			e.fail(fmt.Errorf("webhook: annotating pod %s: %w", req.Name, err))
+		}
+	}
+	if e.cfg.deleteAfter > 0 {
 		ns, name, uid := req.Namespace, req.Name, pod.UID
-		time.AfterFunc(e.deleteAfter, func() {
+		time.AfterFunc(e.cfg.deleteAfter, func() {
 			err := e.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{
 				GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid},
 			})
@@ -229,12 +265,24 @@ func (e *evacuator) requireNoErrors(t *testing.T) {
 	require.Empty(t, e.errs, "the webhook failed")
 }
 
+// podOption changes a pod evacuationPod creates.
+type podOption func(*corev1.Pod)
+
+// neverConfirmed: the webhook takes the pod's eviction over but never
+// annotates it eviction-in-progress.
+func neverConfirmed(pod *corev1.Pod) { pod.Labels[evacuatorAnnotateLabel] = "false" }
+
+// evictedRightAway: the pod does not ask for eviction in background; the
+// webhook lets its eviction through.
+func evictedRightAway(pod *corev1.Pod) { delete(pod.Annotations, evictionRequestAnnotation) }
+
 // evacuationPod creates a Running pod that asks for eviction in background,
 // on node (any when empty); deschedulable pods are selected by the test's
-// policy, inProgress ones already carry the eviction-in-progress annotation.
+// policy, inProgress ones already carry the eviction-in-progress annotation
+// (as when a drain or the webhook, for another requester, took them over).
 // The pod is owned by a ConfigMap: the descheduler does not evict bare pods,
 // and no controller recreates a pod a ConfigMap owns.
-func (c *cluster) evacuationPod(t *testing.T, ns, name, node string, deschedulable, inProgress bool) *corev1.Pod {
+func (c *cluster) evacuationPod(t *testing.T, ns, name, node string, deschedulable, inProgress bool, opts ...podOption) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	owner, err := c.client.CoreV1().ConfigMaps(ns).Get(ctx, "owner", metav1.GetOptions{})
@@ -248,26 +296,34 @@ func (c *cluster) evacuationPod(t *testing.T, ns, name, node string, deschedulab
 	}
 	spec := podSpec("", resource.Quantity{})
 	spec.NodeName = node
-	pod, err := c.client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Annotations: annotations,
 			Labels:          map[string]string{deschedulableLabel: fmt.Sprint(deschedulable)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}},
 		},
 		Spec: spec,
-	}, metav1.CreateOptions{})
+	}
+	for _, opt := range opts {
+		opt(pod)
+	}
+	pod, err = c.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return c.waitPodRunningReady(t, ns, pod.Name)
 }
 
-// deschedulerPolicy is a PodLifeTime policy that nominates every Running
-// deschedulable pod of ns (a state filter, not an age, so that the test does
-// not depend on how fast pods start), with extra top-level policy settings.
-func deschedulerPolicy(ns, extra string) string {
-	return fmt.Sprintf(`apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-%sprofiles:
-- name: kep-1397-e2e
+// deschedulerPolicy is a policy of one profile per name (profileName when
+// none) that each run PodLifeTime nominating every Running deschedulable pod
+// of ns (a state filter, not an age, so that the test does not depend on
+// how fast pods start), with extra top-level policy settings.
+func deschedulerPolicy(ns, extra string, profiles ...string) string {
+	if len(profiles) == 0 {
+		profiles = []string{profileName}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n%sprofiles:\n", extra)
+	for _, name := range profiles {
+		fmt.Fprintf(&b, `- name: %s
   pluginConfig:
   - name: DefaultEvictor
   - name: PodLifeTime
@@ -281,20 +337,24 @@ kind: DeschedulerPolicy
   plugins:
     deschedule:
       enabled: [PodLifeTime]
-`, extra, ns, deschedulableLabel)
+`, name, ns, deschedulableLabel)
+	}
+	return b.String()
 }
 
 // descheduler is a descheduler process of the patched binary.
 type descheduler struct {
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan error
+	cmd        *exec.Cmd
+	log        *syncBuffer
+	done       chan error
+	metricsURL string
 }
 
-// startDescheduler runs the descheduler with policy and
-// EvictionsInBackground on; interval 0 runs one cycle and exits. It is
-// stopped at cleanup and its log is printed when the test failed.
-func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Duration) *descheduler {
+// startDescheduler runs the descheduler with policy, EvictionsInBackground
+// on (unless extra sets --feature-gates) and extra flags; interval 0 runs
+// one cycle and exits. It serves its /metrics on a free port of 127.0.0.1.
+// It is stopped at cleanup and its log is printed when the test failed.
+func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Duration, extra ...string) *descheduler {
 	t.Helper()
 	bin := os.Getenv("KUBE_GUARD_E2E_DESCHEDULER")
 	if bin == "" {
@@ -303,15 +363,20 @@ func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Du
 	dir := t.TempDir()
 	policyFile := filepath.Join(dir, "policy.yaml")
 	require.NoError(t, os.WriteFile(policyFile, []byte(policy), 0o600))
-	d := &descheduler{log: &syncBuffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(bin,
-		"--kubeconfig="+os.Getenv("KUBE_GUARD_E2E_KUBECONFIG"),
-		"--policy-config-file="+policyFile,
-		"--descheduling-interval="+interval.String(),
-		"--feature-gates=EvictionsInBackground=true",
-		"--secure-port=0", // no metrics server: tests run several descheduler processes
+	port := freePort(t)
+	d := &descheduler{log: &syncBuffer{}, done: make(chan error, 1), metricsURL: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	args := []string{
+		"--kubeconfig=" + os.Getenv("KUBE_GUARD_E2E_KUBECONFIG"),
+		"--policy-config-file=" + policyFile,
+		"--descheduling-interval=" + interval.String(),
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
 		"--v=3",
-	)
+	}
+	if !slices.ContainsFunc(extra, func(arg string) bool { return strings.HasPrefix(arg, "--feature-gates=") }) {
+		args = append(args, "--feature-gates=EvictionsInBackground=true")
+	}
+	d.cmd = exec.Command(bin, append(args, extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	require.NoError(t, d.cmd.Start())
 	go func() { d.done <- d.cmd.Wait() }()
@@ -326,21 +391,107 @@ func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Du
 	return d
 }
 
+// freePort returns a TCP port of 127.0.0.1 that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 // wait waits until a one-shot descheduler exits and requires success.
 func (d *descheduler) wait(t *testing.T) {
+	t.Helper()
+	require.NoError(t, d.exit(t), "descheduler failed:\n%s", d.log.String())
+}
+
+// exit waits until the descheduler exits and returns how it ended.
+func (d *descheduler) exit(t *testing.T) error {
 	t.Helper()
 	select {
 	case err := <-d.done:
 		d.done <- err
-		require.NoError(t, err, "descheduler failed:\n%s", d.log.String())
+		return err
 	case <-time.After(waitTimeout):
-		t.Fatalf("the descheduler did not finish its cycle within %v:\n%s", waitTimeout, d.log.String())
+		t.Fatalf("the descheduler did not exit within %v:\n%s", waitTimeout, d.log.String())
+		return nil
 	}
 }
 
 // cycles is the number of descheduling cycles the process has finished.
 func (d *descheduler) cycles() int {
 	return strings.Count(d.log.String(), deschedulerCycleLog)
+}
+
+// cyclesStarted is the number of descheduling cycles the process has begun.
+func (d *descheduler) cyclesStarted() int {
+	return strings.Count(d.log.String(), deschedulerCycleStartLog)
+}
+
+// logLines returns the lines of the log that contain every one of substrings.
+func (d *descheduler) logLines(substrings ...string) []string {
+	var out []string
+	for _, line := range strings.Split(d.log.String(), "\n") {
+		if !slices.ContainsFunc(substrings, func(s string) bool { return !strings.Contains(line, s) }) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// waitCycles waits until the process has run n whole cycles that began
+// after since: nothing left to happen before since can be what the test
+// then observes.
+func (c *cluster) waitCycles(t *testing.T, d *descheduler, since time.Time, n int) {
+	t.Helper()
+	base := -1
+	c.poll(t, fmt.Sprintf("%d descheduling cycles after %s", n, since.Format(time.StampMilli)), func(context.Context) (bool, error) {
+		if base < 0 {
+			if time.Now().Before(since) {
+				return false, nil
+			}
+			// The cycle under way, if any, may have begun before since.
+			base = d.cycles() + 1
+		}
+		return d.cycles() >= base+n, nil
+	})
+}
+
+// deschedulerMetrics returns the descheduler's /metrics, waiting until it serves them.
+func (c *cluster) deschedulerMetrics(t *testing.T, d *descheduler) string {
+	t.Helper()
+	return c.pollMetrics(t, d, "the descheduler's /metrics", func(string) bool { return true })
+}
+
+// pollMetrics waits, up to waitTimeout, until the descheduler's /metrics
+// satisfy ok, and returns them; the test fails with the last ones otherwise.
+func (c *cluster) pollMetrics(t *testing.T, d *descheduler, what string, ok func(body string) bool) string {
+	t.Helper()
+	var body string
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, func(context.Context) (bool, error) {
+		if body, last = fetchMetrics(d.metricsURL); last != nil {
+			return false, nil
+		}
+		return ok(body), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v); metrics:\n%s", what, err, last, evacuationMetrics(body))
+	}
+	return body
+}
+
+// evacuationMetrics returns the lines of the descheduler's metrics of
+// evictions in background, for failure messages.
+func evacuationMetrics(body string) string {
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.Contains(line, "pod_evacuations") || strings.HasPrefix(line, podsEvictedTotalMetric) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // syncBuffer is a bytes.Buffer safe for a process writing while tests read.
@@ -364,13 +515,14 @@ func (b *syncBuffer) String() string {
 var _ io.Writer = &syncBuffer{}
 
 // TestDeschedulerEvacuationInBackground: the webhook takes the eviction over
-// and deletes the pod T later; the pod is gone after T and not before, and
-// the descheduler, running cycles all along, asks only once.
+// and deletes the pod T later; the pod is gone after T and not before, the
+// descheduler, running cycles all along, asks only once, and its metrics
+// count one request in background, in progress until the pod is gone.
 func TestDeschedulerEvacuationInBackground(t *testing.T) {
 	c := setup(t)
 	ns := c.namespace(t, "kep1397-background")
 	const deleteAfter = 6 * time.Second
-	hook := c.startEvacuator(t, ns, deleteAfter)
+	hook := c.startEvacuator(t, ns, evacuatorConfig{deleteAfter: deleteAfter})
 	pod := c.evacuationPod(t, ns, "vm", "", true, false)
 
 	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second)
@@ -379,6 +531,21 @@ func TestDeschedulerEvacuationInBackground(t *testing.T) {
 	})
 	requestedAt := hook.requestsFor(pod.Name)[0]
 	cyclesAtRequest := d.cycles()
+
+	background := map[string]string{"result": "background", "strategy": "PodLifeTime", "profile": profileName}
+	var body string
+	c.poll(t, "the metrics to show the eviction in background in progress", func(ctx context.Context) (bool, error) {
+		if _, err := c.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+			return false, fmt.Errorf("pod %s is gone (%v) and the metrics never showed its eviction in progress:\n%s", pod.Name, err, evacuationMetrics(body))
+		}
+		var err error
+		if body, err = fetchMetrics(d.metricsURL); err != nil {
+			return false, nil
+		}
+		return metricSum(body, evacuationsTotalMetric, background) == 1 &&
+			metricSum(body, evacuationsInProgressGauge, nil) == 1 &&
+			len(metricSamples(body, evacuationsInProgressGauge, nil)) == 1, nil
+	})
 
 	var goneAt time.Time
 	c.poll(t, "the webhook to delete "+pod.Name, func(ctx context.Context) (bool, error) {
@@ -396,6 +563,13 @@ func TestDeschedulerEvacuationInBackground(t *testing.T) {
 		"the descheduler ran fewer than 2 cycles while the eviction was in progress: the test proves nothing about repeated requests\n%s", d.log.String())
 	require.Len(t, hook.requestsFor(pod.Name), 1, "the descheduler asked more than once for an eviction in progress")
 	require.Equal(t, map[string]int{pod.Name: 1}, hook.requested())
+
+	body = c.pollMetrics(t, d, "the in-progress gauge to drop to 0 once the pod is gone", func(body string) bool {
+		return len(metricSamples(body, evacuationsInProgressGauge, nil)) == 1 && metricSum(body, evacuationsInProgressGauge, nil) == 0
+	})
+	require.Equal(t, 1.0, metricSum(body, evacuationsTotalMetric, nil),
+		"one request made, in background; metrics:\n%s", evacuationMetrics(body))
+	require.Equal(t, 1.0, metricSum(body, evacuationsTotalMetric, background), "metrics:\n%s", evacuationMetrics(body))
 }
 
 // TestDeschedulerEvacuationLimitReached: with evacuations already in
@@ -405,7 +579,7 @@ func TestDeschedulerEvacuationInBackground(t *testing.T) {
 func TestDeschedulerEvacuationLimitReached(t *testing.T) {
 	c := setup(t)
 	ns := c.namespace(t, "kep1397-limit")
-	hook := c.startEvacuator(t, ns, 0)
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	node := c.nodes[0].Name
 	for _, name := range []string{"running-1", "running-2"} {
 		c.evacuationPod(t, ns, name, node, true, true)
@@ -429,26 +603,327 @@ func TestDeschedulerEvacuationLimitReached(t *testing.T) {
 	require.Equal(t, requested, hook.requested(), "a restarted descheduler made new requests although 3 evacuations are in progress")
 }
 
-// TestDeschedulerEvacuationTTL: an eviction the webhook takes over but never
-// completes is abandoned after maxEvacuationRequestTTL, and requested again
-// in a following cycle, not before.
+// TestDeschedulerEvacuationTTL: maxEvacuationRequestTTL applies only to
+// requests the webhook never confirmed. The webhook answers 429 with the
+// marker for both pods but annotates only "migrating": "unconfirmed" is
+// abandoned after the TTL (log, metric) and requested again, not before;
+// "migrating", annotated eviction-in-progress, is never requested again
+// however long it stays in progress.
 func TestDeschedulerEvacuationTTL(t *testing.T) {
 	c := setup(t)
 	ns := c.namespace(t, "kep1397-ttl")
-	hook := c.startEvacuator(t, ns, 0)
-	pod := c.evacuationPod(t, ns, "stuck", "", true, false)
-	const ttl = 5 * time.Second
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
+	unconfirmed := c.evacuationPod(t, ns, "unconfirmed", "", true, false, neverConfirmed)
+	migrating := c.evacuationPod(t, ns, "migrating", "", true, false)
+	const ttl = 3 * time.Second
 
 	d := c.startDescheduler(t, deschedulerPolicy(ns, fmt.Sprintf("maxEvacuationRequestTTL: %s\n", ttl)), time.Second)
-	c.poll(t, "a second eviction request for "+pod.Name, func(context.Context) (bool, error) {
-		return len(hook.requestsFor(pod.Name)) >= 2, nil
+	c.poll(t, "a second eviction request for "+unconfirmed.Name, func(context.Context) (bool, error) {
+		return len(hook.requestsFor(unconfirmed.Name)) >= 2, nil
+	})
+	times := hook.requestsFor(unconfirmed.Name)
+	require.GreaterOrEqual(t, times[1].Sub(times[0]), ttl,
+		"the unconfirmed request was made again %v after the first one, before the TTL %v", times[1].Sub(times[0]), ttl)
+	require.NotEmpty(t, d.logLines("abandoning it"), "the descheduler did not report the abandoned request")
+
+	// The TTL of "migrating" (requested in the same cycle as "unconfirmed")
+	// has passed too: give the descheduler a few more cycles.
+	c.waitCycles(t, d, time.Now(), 2)
+	hook.requireNoErrors(t)
+	require.Len(t, hook.requestsFor(migrating.Name), 1,
+		"the eviction of %s, annotated in progress, was requested again after the TTL", migrating.Name)
+	require.Empty(t, d.logLines("abandoning it", migrating.Name), "the descheduler abandoned an eviction annotated in progress")
+	got, err := c.client.CoreV1().Pods(ns).Get(context.Background(), unconfirmed.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, unconfirmed.UID, got.UID, "the pod was replaced: the test wants the same pod requested twice")
+
+	body := c.deschedulerMetrics(t, d)
+	abandoned := metricSamples(body, evacuationsAbandonedMetric, nil)
+	require.NotEmpty(t, abandoned, "no %s; metrics:\n%s", evacuationsAbandonedMetric, evacuationMetrics(body))
+	for _, s := range abandoned {
+		require.Equal(t, testutil.Metric{"__name__": evacuationsAbandonedMetric, "strategy": "PodLifeTime", "profile": profileName}, s.Metric,
+			"%s is labelled by strategy and profile only; metrics:\n%s", evacuationsAbandonedMetric, evacuationMetrics(body))
+	}
+	require.GreaterOrEqual(t, metricSum(body, evacuationsAbandonedMetric, nil), 1.0, "metrics:\n%s", evacuationMetrics(body))
+}
+
+// TestDeschedulerEvacuationInProgressKeepsSlot: pods annotated
+// eviction-in-progress by someone else (a drain: the descheduler never got
+// a 429 for them) keep their slot in the namespace's evacuation limit long
+// after maxEvacuationRequestTTL: over several cycles after the TTL, only the
+// one request the limit left at the start is ever made, and the refusals
+// are counted in pods_evicted_total.
+func TestDeschedulerEvacuationInProgressKeepsSlot(t *testing.T) {
+	c := setup(t)
+	ns := c.namespace(t, "kep1397-drain")
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
+	for _, name := range []string{"drained-1", "drained-2"} {
+		c.evacuationPod(t, ns, name, "", true, true)
+	}
+	for _, name := range []string{"new-1", "new-2", "new-3"} {
+		c.evacuationPod(t, ns, name, "", true, false)
+	}
+	const ttl = 2 * time.Second
+	policy := deschedulerPolicy(ns, fmt.Sprintf("maxNoOfPodsEvacuationsPerNamespace: 3\nmaxEvacuationRequestTTL: %s\n", ttl))
+
+	started := time.Now()
+	d := c.startDescheduler(t, policy, time.Second)
+	c.waitCycles(t, d, started.Add(2*ttl), 3)
+	hook.requireNoErrors(t)
+	requested := hook.requested()
+	require.Len(t, requested, 1, "with 2 evacuations in progress and a limit of 3, one request in all was expected: %v", requested)
+	for pod, n := range requested {
+		require.True(t, strings.HasPrefix(pod, "new-"), "a pod annotated in progress was requested after the TTL: %s", pod)
+		require.Equal(t, 1, n, "%s was requested again", pod)
+	}
+	require.Empty(t, d.logLines("abandoning it"), "the descheduler abandoned an eviction annotated in progress")
+
+	body := c.deschedulerMetrics(t, d)
+	require.Equal(t, 3.0, metricSum(body, evacuationsInProgressGauge, nil), "evacuations in progress; metrics:\n%s", evacuationMetrics(body))
+	require.Zero(t, metricSum(body, evacuationsAbandonedMetric, nil), "metrics:\n%s", evacuationMetrics(body))
+	require.GreaterOrEqual(t, metricSum(body, podsEvictedTotalMetric, map[string]string{"result": namespaceEvacuationLimitResult}), 1.0,
+		"the namespace limit refused requests every cycle; metrics:\n%s", evacuationMetrics(body))
+}
+
+// TestDeschedulerEvacuationMarkerAfterWebhookPrefix: with no
+// evictionMessagePrefixes configured, a 429 whose message contains the
+// marker anywhere ("[evacuator] Eviction triggered evacuation of pod vm",
+// a webhook's own tag in front) is an eviction in background: requested
+// once, not every cycle, although the webhook never annotates the pod.
+func TestDeschedulerEvacuationMarkerAfterWebhookPrefix(t *testing.T) {
+	c := setup(t)
+	ns := c.namespace(t, "kep1397-prefix")
+	hook := c.startEvacuator(t, ns, evacuatorConfig{messagePrefix: "[evacuator] "})
+	pod := c.evacuationPod(t, ns, "vm", "", true, false, neverConfirmed)
+
+	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second)
+	c.poll(t, "the descheduler to request the eviction of "+pod.Name, func(context.Context) (bool, error) {
+		return len(hook.requestsFor(pod.Name)) > 0, nil
+	})
+	c.waitCycles(t, d, time.Now(), 3)
+	hook.requireNoErrors(t)
+	require.Len(t, hook.requestsFor(pod.Name), 1, "the eviction in background was requested again: the marker after the webhook's prefix was not recognised")
+	require.Empty(t, d.logLines("Error evicting pod"), "the answer was taken for an error")
+	body := c.deschedulerMetrics(t, d)
+	require.Equal(t, 1.0, metricSum(body, evacuationsTotalMetric, map[string]string{"result": "background"}), "metrics:\n%s", evacuationMetrics(body))
+	require.Zero(t, metricSum(body, evacuationsTotalMetric, map[string]string{"result": "error"}), "metrics:\n%s", evacuationMetrics(body))
+}
+
+// TestDeschedulerEvacuationDryRun: with --dry-run no eviction request
+// reaches the webhook, no pod goes, and a pod whose eviction is in progress
+// is not reported evicted in any cycle; an ordinary pod is (the cycles did
+// consider the namespace's pods).
+func TestDeschedulerEvacuationDryRun(t *testing.T) {
+	c := setup(t)
+	ns := c.namespace(t, "kep1397-dryrun")
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
+	vm := c.evacuationPod(t, ns, "vm", "", true, false)
+	migrating := c.evacuationPod(t, ns, "migrating", "", true, true)
+	plain := c.evacuationPod(t, ns, "plain", "", true, false, evictedRightAway)
+
+	// Not a one-shot run: v0.36's dry run may find no node in its first
+	// cycle (its cached client is still being filled) and skip it.
+	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second, "--dry-run")
+	c.poll(t, "the dry run to evict the ordinary pod", func(context.Context) (bool, error) {
+		return len(d.logLines("Evicted pod in dry run mode", fmt.Sprintf("pod=%q", ns+"/"+plain.Name))) > 0, nil
+	})
+	c.waitCycles(t, d, time.Now(), 2)
+	hook.requireNoErrors(t)
+	require.Empty(t, hook.requested(), "eviction requests reached the webhook in dry run")
+	for _, pod := range []*corev1.Pod{vm, migrating, plain} {
+		got, err := c.client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+		require.NoError(t, err, "pod %s went in dry run", pod.Name)
+		require.Equal(t, pod.UID, got.UID)
+	}
+	require.Empty(t, d.logLines("Evicted pod", fmt.Sprintf("pod=%q", ns+"/"+migrating.Name)),
+		"a pod whose eviction is in progress was evicted in dry run")
+}
+
+// TestDeschedulerEvacuationTwoProfiles: two profiles nominate the same
+// pods; each pod is requested once, by the first profile, over several
+// cycles.
+func TestDeschedulerEvacuationTwoProfiles(t *testing.T) {
+	c := setup(t)
+	ns := c.namespace(t, "kep1397-profiles")
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
+	for _, name := range []string{"vm-1", "vm-2"} {
+		c.evacuationPod(t, ns, name, "", true, false)
+	}
+
+	d := c.startDescheduler(t, deschedulerPolicy(ns, "", "first", "second"), time.Second)
+	c.poll(t, "the descheduler to request both evictions", func(context.Context) (bool, error) {
+		return len(hook.requested()) == 2, nil
+	})
+	c.waitCycles(t, d, time.Now(), 3)
+	hook.requireNoErrors(t)
+	require.Equal(t, map[string]int{"vm-1": 1, "vm-2": 1}, hook.requested())
+
+	body := c.deschedulerMetrics(t, d)
+	require.Equal(t, 2.0, metricSum(body, evacuationsTotalMetric, nil), "metrics:\n%s", evacuationMetrics(body))
+	require.Equal(t, 2.0, metricSum(body, evacuationsTotalMetric, map[string]string{"result": "background", "profile": "first"}),
+		"metrics:\n%s", evacuationMetrics(body))
+	require.Equal(t, 2.0, metricSum(body, evacuationsInProgressGauge, nil), "metrics:\n%s", evacuationMetrics(body))
+}
+
+// TestDeschedulerEvacuationGateOff: with EvictionsInBackground off the 429
+// with the marker is an ordinary error, the pod is requested again every
+// cycle (v0.36), and no metric of evictions in background is exported; a
+// policy that sets the settings of evictions in background is refused at
+// start-up with an error naming the gate.
+func TestDeschedulerEvacuationGateOff(t *testing.T) {
+	c := setup(t)
+	ns := c.namespace(t, "kep1397-gate-off")
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
+	pod := c.evacuationPod(t, ns, "vm", "", true, false)
+	const gateOff = "--feature-gates=EvictionsInBackground=false"
+
+	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second, gateOff)
+	c.poll(t, "3 eviction requests for "+pod.Name, func(context.Context) (bool, error) {
+		return len(hook.requestsFor(pod.Name)) >= 3, nil
 	})
 	hook.requireNoErrors(t)
-	times := hook.requestsFor(pod.Name)
-	require.GreaterOrEqual(t, times[1].Sub(times[0]), ttl,
-		"the eviction in progress was requested again %v after the first request, before the TTL %v", times[1].Sub(times[0]), ttl)
-	require.Contains(t, d.log.String(), "abandoning it", "the descheduler did not report the abandoned request")
-	got, err := c.client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Equal(t, pod.UID, got.UID, "the pod was replaced: the test wants the same pod requested twice")
+	require.NotEmpty(t, d.logLines("Error evicting pod", pod.Name), "the 429 was not reported as an error")
+	body := c.pollMetrics(t, d, "pods_evicted_total to count the errors", func(body string) bool {
+		return metricSum(body, podsEvictedTotalMetric, map[string]string{"result": "error"}) >= 1
+	})
+	require.NotContains(t, body, "descheduler_pod_evacuations", "metrics of evictions in background exported with the gate off:\n%s", evacuationMetrics(body))
+
+	for _, setting := range []string{
+		"maxNoOfPodsEvacuationsPerNode: 2\n",
+		"maxEvacuationRequestTTL: 1m\n",
+		"evictionMessagePrefixes: [\"Eviction triggered\"]\n",
+	} {
+		d := c.startDescheduler(t, deschedulerPolicy(ns, setting), 0, gateOff)
+		require.Error(t, d.exit(t), "the descheduler started with %q and the gate off", strings.TrimSpace(setting))
+		var errorLines []string // klog's error lines; the "Updated" featureGates line names the gate too
+		for _, line := range d.logLines("EvictionsInBackground") {
+			if strings.HasPrefix(line, "E") {
+				errorLines = append(errorLines, line)
+			}
+		}
+		require.NotEmpty(t, errorLines, "the start-up error does not name the gate:\n%s", d.log.String())
+	}
+}
+
+// TestDeschedulerEvacuationOneShotRuns: one-shot runs (a CronJob) rebuild
+// their state from the pods' annotations each time. The TTL (1ns) is
+// shorter than any run: it must not free the slot of a pod annotated in
+// progress. On node 0, "migrating-a" is annotated in progress and
+// "unconfirmed-a" is taken over but never annotated: every run counts the
+// first and requests the second again. On node 1, "migrating-b" plus one
+// request (confirmed by the webhook) fill the limit of 2 for good.
+func TestDeschedulerEvacuationOneShotRuns(t *testing.T) {
+	c := setup(t)
+	ns := c.namespace(t, "kep1397-oneshot")
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
+	nodeA, nodeB := c.nodes[0].Name, c.nodes[1].Name
+	c.evacuationPod(t, ns, "migrating-a", nodeA, true, true)
+	c.evacuationPod(t, ns, "unconfirmed-a", nodeA, true, false, neverConfirmed)
+	c.evacuationPod(t, ns, "migrating-b", nodeB, true, true)
+	c.evacuationPod(t, ns, "new-b1", nodeB, true, false)
+	c.evacuationPod(t, ns, "new-b2", nodeB, true, false)
+	policy := deschedulerPolicy(ns, "maxNoOfPodsEvacuationsPerNode: 2\nmaxEvacuationRequestTTL: 1ns\n")
+
+	var confirmed string
+	for run := 1; run <= 3; run++ {
+		c.startDescheduler(t, policy, 0).wait(t)
+		hook.requireNoErrors(t)
+		requested := hook.requested()
+		require.Equal(t, run, requested["unconfirmed-a"], "run %d: the never confirmed request is made once per run: %v", run, requested)
+		require.Zero(t, requested["migrating-a"]+requested["migrating-b"], "run %d: a pod annotated in progress was requested: %v", run, requested)
+		require.Equal(t, 1, requested["new-b1"]+requested["new-b2"],
+			"run %d: node 1 has 1 evacuation in progress and a limit of 2: one request in all runs: %v", run, requested)
+		for _, name := range []string{"new-b1", "new-b2"} {
+			if requested[name] > 0 {
+				if confirmed == "" {
+					confirmed = name
+				}
+				require.Equal(t, confirmed, name, "run %d: the other pod of node 1 was requested", run)
+			}
+		}
+	}
+}
+
+// TestDeschedulerEvacuationNodeLimitStopsPlugin: nodes 0 and 1 carry a
+// NoSchedule taint their pods do not tolerate, so RemovePodsViolatingNodeTaints
+// nominates all of them. Node 0 has 2 evacuations in progress, its limit, and
+// 4 more candidates; node 1 one candidate. The plugin leaves node 0 at the
+// first refusal, as it does on maxNoOfPodsToEvictPerNode: at most one refusal
+// per cycle (in the log and in pods_evicted_total), and node 1's pod is still
+// requested. (PodLifeTime goes on through its list on either limit, as
+// upstream does, so it cannot show this.)
+func TestDeschedulerEvacuationNodeLimitStopsPlugin(t *testing.T) {
+	c := setup(t)
+	ns := c.namespace(t, "kep1397-node-limit")
+	hook := c.startEvacuator(t, ns, evacuatorConfig{})
+	nodeA, nodeB := c.nodes[0].Name, c.nodes[1].Name
+	for _, name := range []string{"running-1", "running-2"} {
+		c.evacuationPod(t, ns, name, nodeA, true, true)
+	}
+	for _, name := range []string{"new-1", "new-2", "new-3", "new-4"} {
+		c.evacuationPod(t, ns, name, nodeA, true, false)
+	}
+	other := c.evacuationPod(t, ns, "other", nodeB, true, false)
+	const taint = "kube-guard.io/e2e-evacuation-limit"
+	for _, node := range []string{nodeA, nodeB} {
+		c.taintNode(t, node, corev1.Taint{Key: taint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	}
+	policy := fmt.Sprintf(`apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+maxNoOfPodsEvacuationsPerNode: 2
+profiles:
+- name: %s
+  pluginConfig:
+  - name: DefaultEvictor
+  - name: RemovePodsViolatingNodeTaints
+    args:
+      namespaces:
+        include: [%q]
+      includedTaints: [%q]
+  plugins:
+    deschedule:
+      enabled: [RemovePodsViolatingNodeTaints]
+`, profileName, ns, taint+"=true")
+
+	d := c.startDescheduler(t, policy, time.Second)
+	c.poll(t, "the descheduler to request the eviction of "+other.Name, func(context.Context) (bool, error) {
+		return len(hook.requestsFor(other.Name)) > 0, nil
+	})
+	c.waitCycles(t, d, time.Now(), 3)
+	hook.requireNoErrors(t)
+	require.Equal(t, map[string]int{other.Name: 1}, hook.requested(), "node 0 is full: only node 1's pod may be requested")
+
+	// Read the refusals first, the cycles begun last: each refusal belongs
+	// to a cycle already begun.
+	logged := len(d.logLines("Error evicting pod", "evacuations per node reached"))
+	body := c.deschedulerMetrics(t, d)
+	refused := metricSum(body, podsEvictedTotalMetric, map[string]string{"result": nodeEvacuationLimitResult})
+	started := d.cyclesStarted()
+	assert.LessOrEqual(t, logged, started, "more refusals logged than cycles (%d): the plugin went on with node 0", started)
+	assert.GreaterOrEqual(t, refused, 1.0, "no refusal by the node limit counted; metrics:\n%s", evacuationMetrics(body))
+	assert.LessOrEqual(t, refused, float64(started), "more refusals than cycles (%d): the plugin went on with node 0; metrics:\n%s", started, evacuationMetrics(body))
+}
+
+// taintNode adds taint to node until the test ends.
+func (c *cluster) taintNode(t *testing.T, name string, taint corev1.Taint) {
+	t.Helper()
+	update := func(edit func(node *corev1.Node)) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := c.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			edit(node)
+			_, err = c.client.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	without := func(node *corev1.Node) {
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == taint.Key })
+	}
+	require.NoError(t, update(func(node *corev1.Node) {
+		without(node)
+		node.Spec.Taints = append(node.Spec.Taints, taint)
+	}))
+	t.Cleanup(func() { require.NoError(t, update(without)) })
 }

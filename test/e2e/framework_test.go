@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/yaml"
 )
 
@@ -351,16 +352,62 @@ func (c *cluster) schedulerMetrics(t *testing.T) string {
 	if c.schedulerURL == "" {
 		t.Fatal("KUBE_GUARD_E2E_SCHEDULER_URL is not set")
 	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed serving certificate
-	}}
-	resp, err := hc.Get(strings.TrimSuffix(c.schedulerURL, "/") + "/metrics")
+	body, err := fetchMetrics(c.schedulerURL)
 	require.NoError(t, err)
+	return body
+}
+
+// fetchMetrics reads the /metrics of a component served over TLS with a
+// self-signed certificate and without credentials (the local scheduler, a
+// descheduler the tests start).
+func fetchMetrics(baseURL string) (string, error) {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the component's self-signed serving certificate
+	}}
+	resp, err := hc.Get(strings.TrimSuffix(baseURL, "/") + "/metrics")
+	if err != nil {
+		return "", err
+	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "scheduler /metrics: %s", body)
-	return string(body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s/metrics: %s: %s", baseURL, resp.Status, body)
+	}
+	return string(body), nil
+}
+
+// metricSamples returns the samples of the metric name (exactly that name:
+// no _bucket/_sum suffix) whose labels include labels.
+func metricSamples(body, name string, labels map[string]string) []*testutil.Sample {
+	all := testutil.NewMetrics()
+	if err := testutil.ParseMetrics(body, &all); err != nil {
+		return nil
+	}
+	var out []*testutil.Sample
+	for _, s := range all[name] {
+		match := true
+		for k, v := range labels {
+			if string(s.Metric[testutil.LabelName(k)]) != v {
+				match = false
+			}
+		}
+		if match {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// metricSum is the sum of the samples metricSamples returns (0 when none).
+func metricSum(body, name string, labels map[string]string) float64 {
+	var sum float64
+	for _, s := range metricSamples(body, name, labels) {
+		sum += float64(s.Value)
+	}
+	return sum
 }
 
 // restConfig reads the current context of the local cluster's kubeconfig

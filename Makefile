@@ -52,6 +52,18 @@ apply: ## Materialise, then `git am` patches/$(COMPONENT) onto it
 export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patches/$(COMPONENT)
 	hack/make-rules/export.sh $(COMPONENT)
 
+.PHONY: rebase
+rebase: ## Move patches/$(COMPONENT) onto upstream TO=<version>: conflicts stop with the git am session open, the same command resumes (docs/REBASE.md)
+	hack/make-rules/rebase.sh $(COMPONENT) $(TO)
+
+.PHONY: rebase-abort
+rebase-abort: ## Abandon a rebase of $(COMPONENT) in progress: the tree goes back to main and the pin
+	hack/make-rules/rebase.sh --abort $(COMPONENT)
+
+.PHONY: rebase-report
+rebase-report: ## Try every series on each newer upstream release the proxy serves; writes docs/rebase-report.md
+	hack/make-rules/rebase-report.sh
+
 ##@ Parts of build and test
 
 .PHONY: binaries
@@ -71,8 +83,8 @@ tools: ## Build the pinned tools (etcd, kwok, kwokctl) into _output/bin
 	hack/make-rules/tools.sh
 
 .PHONY: codegen
-codegen: ## Run upstream's code generators offline in the materialised tree
-	hack/make-rules/codegen.sh all
+codegen: ## Run $(COMPONENT)'s code generators (build/$(COMPONENT)/codegen.sh, upstream's own) offline in its tree
+	hack/make-rules/codegen.sh $(COMPONENT) all
 
 .PHONY: test-upstream
 test-upstream: ## Upstream unit and integration tests of the packages the patches touch

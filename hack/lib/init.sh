@@ -23,20 +23,31 @@ export GIT_COMMITTER_EMAIL="${GIT_COMMITTER_EMAIL:-patch-series@localhost}"
 log() { printf '+++ %s\n' "$*" >&2; }
 fatal() { printf '!!! %s\n' "$*" >&2; exit 1; }
 
-# component::load NAME: reads build/NAME/component.env into COMPONENT_* variables.
+# component::load NAME [VERSION]: reads build/NAME/component.env into
+# COMPONENT_* variables. VERSION, when given, stands in for its
+# UPSTREAM_VERSION line, and what the file derives from it (STAGING_VERSION)
+# follows: that is how the rebase tool looks at a release before the pin moves.
 component::load() {
-  local name="$1"
+  local name="$1" version="${2:-}"
   local env="${REPO_ROOT}/build/${name}/component.env"
   [[ -f "${env}" ]] || fatal "unknown component '${name}': ${env} does not exist"
   COMPONENT_NAME="${name}"
   COMPONENT_MODULE=""
   COMPONENT_VERSION=""
   COMPONENT_STAGING_VERSION=""
-  # shellcheck disable=SC1090
-  source "${env}"
+  UPSTREAM_MODULE="" UPSTREAM_VERSION="" STAGING_VERSION="" GENERATED_PATHS=""
+  if [[ -n "${version}" ]]; then
+    [[ "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fatal "'${version}' is not a release version (vX.Y.Z)"
+    # shellcheck disable=SC1090
+    source <(sed "s/^UPSTREAM_VERSION=.*/UPSTREAM_VERSION=${version}/" "${env}")
+  else
+    # shellcheck disable=SC1090
+    source "${env}"
+  fi
   COMPONENT_MODULE="${UPSTREAM_MODULE:?${env}: UPSTREAM_MODULE is not set}"
   COMPONENT_VERSION="${UPSTREAM_VERSION:?${env}: UPSTREAM_VERSION is not set}"
   COMPONENT_STAGING_VERSION="${STAGING_VERSION:-}"
+  COMPONENT_GENERATED_PATHS="${GENERATED_PATHS:-}"
   COMPONENT_TREE="${OUTPUT_SRC}/${name}"
   COMPONENT_PATCHES="${REPO_ROOT}/patches/${name}"
   COMPONENT_OVERLAY="${REPO_ROOT}/build/${name}/overlay"
@@ -45,7 +56,59 @@ component::load() {
   COMPONENT_UPSTREAM_TAG="upstream/${COMPONENT_VERSION}"
   COMPONENT_BASE_TAG="base/${COMPONENT_VERSION}"
   export COMPONENT_NAME COMPONENT_MODULE COMPONENT_VERSION COMPONENT_STAGING_VERSION \
-    COMPONENT_TREE COMPONENT_PATCHES COMPONENT_OVERLAY COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG
+    COMPONENT_GENERATED_PATHS COMPONENT_TREE COMPONENT_PATCHES COMPONENT_OVERLAY \
+    COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG
+}
+
+# component::all: every component, one a line (the folders build/*/ that hold
+# a component.env), in dependency order: a component whose STAGING_FROM names
+# another comes after it.
+component::all() {
+  local env c
+  local -a first=() later=()
+  for env in "${REPO_ROOT}"/build/*/component.env; do
+    c="$(basename "$(dirname "${env}")")"
+    if [[ -n "$(component::setting "${c}" STAGING_FROM)" ]]; then later+=("${c}"); else first+=("${c}"); fi
+  done
+  printf '%s\n' "${first[@]}" "${later[@]}" | sed '/^$/d'
+}
+
+# component::dependents NAME: the components built on NAME's patched tree
+# (their STAGING_FROM is NAME), one a line.
+component::dependents() {
+  local c
+  while read -r c; do
+    [[ "$(component::setting "${c}" STAGING_FROM)" == "$1" ]] && echo "${c}"
+  done < <(component::all)
+  return 0
+}
+
+# component::recipe_id: one hash for everything that decides the loaded
+# component's base commit: the module and versions it imports,
+# materialize.sh and the component's overlay.
+component::recipe_id() {
+  {
+    printf '%s\n' "${COMPONENT_MODULE}@${COMPONENT_VERSION}" "staging@${COMPONENT_STAGING_VERSION}"
+    cat "${REPO_ROOT}/hack/make-rules/materialize.sh"
+    if [[ -d "${COMPONENT_OVERLAY}" ]]; then
+      # Files by content, symlinks by target.
+      (cd "${COMPONENT_OVERLAY}" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+      (cd "${COMPONENT_OVERLAY}" && find . -type l -printf '%p -> %l\n' | LC_ALL=C sort)
+    fi
+  } | sha256sum | cut -d' ' -f1
+}
+
+# component::is_generated PATH: whether PATH is a generated file of the loaded
+# component (one of the globs in its GENERATED_PATHS; `*` matches `/` too).
+component::is_generated() {
+  local glob
+  local -a globs=()
+  read -ra globs <<<"${COMPONENT_GENERATED_PATHS}"
+  for glob in "${globs[@]}"; do
+    # shellcheck disable=SC2053
+    [[ "$1" == ${glob} ]] && return 0
+  done
+  return 1
 }
 
 # component::setting NAME VAR: the value of VAR in build/NAME/component.env

@@ -14,24 +14,16 @@
 #                       copied in (modules that upstream keeps out of the zip).
 # patches/<component> applies on top of base/<version>.
 #
-# Usage: materialize.sh [component]   (default: kubernetes)
-# Re-running is a no-op when the pin and the recipe are unchanged.
+# Usage: materialize.sh [component [version]]   (default: kubernetes at its pin)
+# A version other than the pin is for the rebase tool, which materialises the
+# next release in a scratch OUTPUT_DIR. Re-running is a no-op when the
+# version and the recipe (component::recipe_id) are unchanged.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
-component::load "${1:-kubernetes}"
+component::load "${1:-kubernetes}" "${2:-}"
 
-recipe_id() {
-  {
-    cat "${REPO_ROOT}/build/${COMPONENT_NAME}/component.env" "${BASH_SOURCE[0]}"
-    if [[ -d "${COMPONENT_OVERLAY}" ]]; then
-      # Files by content, symlinks by target.
-      (cd "${COMPONENT_OVERLAY}" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
-      (cd "${COMPONENT_OVERLAY}" && find . -type l -printf '%p -> %l\n' | LC_ALL=C sort)
-    fi
-  } | sha256sum | cut -d' ' -f1
-}
-recipe="$(recipe_id)"
+recipe="$(component::recipe_id)"
 stamp="${COMPONENT_TREE}/.git/materialized-recipe"
 
 if component::is_materialised && [[ -f "${stamp}" && "$(cat "${stamp}")" == "${recipe}" ]]; then

@@ -8,12 +8,12 @@
 #   staging-overrides go.mod and staging-overrides/ match the tree
 #   staging-replaces the go.mod/go.sum overlays that put a component (the
 #                    descheduler) on the patched staging modules are up to date
-#   codegen          upstream's generators leave the patched tree unchanged
-#   descheduler-codegen  the descheduler's generators leave its patched tree unchanged
+#   codegen          each component's generators (build/<c>/codegen.sh, upstream's
+#                    own) leave its patched tree unchanged
 # Skip a check with e.g. SKIP_VERIFY="codegen".
 #
 # Usage: verify.sh [component...]   (default: every component under build/)
-# staging-overrides and codegen concern the kubernetes tree and run only when
+# staging-overrides concerns the kubernetes tree and runs only when
 # kubernetes is among the components; staging-replaces checks the listed
 # components that set STAGING_FROM.
 set -o errexit -o nounset -o pipefail
@@ -32,8 +32,7 @@ done
 verifying() {
   local c
   case "$1" in
-    staging_overrides | codegen) [[ " ${components[*]} " == *" kubernetes "* ]] ;;
-    descheduler_codegen) [[ " ${components[*]} " == *" descheduler "* ]] ;;
+    staging_overrides) [[ " ${components[*]} " == *" kubernetes "* ]] ;;
     staging_replaces)
       for c in "${components[@]}"; do
         [[ -z "$(component::setting "${c}" STAGING_FROM)" ]] || return 0
@@ -147,35 +146,18 @@ verify_staging_replaces() {
   fi
 }
 
+# Every component's generators (its codegen hook) leave its patched tree
+# unchanged.
 verify_codegen() {
-  "${REPO_ROOT}/hack/make-rules/verify-codegen.sh"
-}
-
-# The descheduler's own generators (conversion, deepcopy and defaulter code
-# of its policy API, hack/update-generated-*.sh upstream) leave its patched
-# tree unchanged.
-verify_descheduler_codegen() {
-  component::load descheduler
-  local dirty script
-  dirty="$(component::git status --porcelain)"
-  if [[ -n "${dirty}" ]]; then
-    printf '%s\n' "${dirty}" >&2
-    log "${COMPONENT_TREE} is not clean before regenerating: commit or discard these first"
-    return 1
-  fi
-  for script in update-generated-conversions.sh update-generated-deep-copies.sh update-generated-defaulters.sh; do
-    (cd "${COMPONENT_TREE}" && GOFLAGS= bash "hack/${script}") || return 1
+  local c rc=0
+  for c in "${components[@]}"; do
+    "${REPO_ROOT}/hack/make-rules/verify-codegen.sh" "${c}" || rc=1
   done
-  dirty="$(component::git status --porcelain)"
-  if [[ -n "${dirty}" ]]; then
-    printf '%s\n' "${dirty}" >&2
-    log "the descheduler's generators change these files: commit them into the patch that changed the types (left in ${COMPONENT_TREE})"
-    return 1
-  fi
+  return "${rc}"
 }
 
 status=0
-for check in series export gofmt staging_overrides staging_replaces codegen descheduler_codegen; do
+for check in series export gofmt staging_overrides staging_replaces codegen; do
   if [[ " ${SKIP_VERIFY:-} " == *" ${check//_/-} "* ]]; then
     log "verify ${check//_/-}: skipped"
     continue

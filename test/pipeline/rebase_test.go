@@ -1,0 +1,315 @@
+package pipeline
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The rebase tool is tested on a throwaway component, added the way any
+// component is (a folder under build/ and nothing else): upstream
+// github.com/google/uuid, moved from v1.5.0 to v1.6.0. Between the two,
+// upstream added the Max UUID to hash.go's var block and changed
+// uuid_test.go's `for x := 1; x < 32; x++` to `x < 128`, which gives every
+// case the tool has to handle with a module small enough to materialise in a
+// second. Its codegen hook writes zz_generated.exports.txt, the sorted list of
+// exported top-level names, so upstream's Max changes a generated file too.
+
+const (
+	throwaway     = "uuid"
+	throwawayFrom = "v1.5.0"
+	throwawayTo   = "v1.6.0"
+)
+
+const throwawayEnv = `# A throwaway component for the pipeline tests.
+UPSTREAM_MODULE=github.com/google/uuid
+UPSTREAM_VERSION=v1.5.0
+FORK_NAME=guard
+GENERATED_PATHS="zz_generated.*"
+`
+
+const throwawayCodegen = `#!/usr/bin/env bash
+# Keeps zz_generated.exports.txt, where the tree has one, up to date.
+# Usage: codegen.sh [all|exports]...
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../hack/lib/init.sh"
+component::load uuid
+for s in "${@:-all}"; do
+  [[ "${s}" == all || "${s}" == exports ]] || fatal "unknown step '${s}': one of all exports"
+done
+cd "${COMPONENT_TREE}"
+[[ -f zz_generated.exports.txt ]] || exit 0
+ls *.go | grep -v '_test\.go$' | xargs grep -h -o -E '^(func [A-Z][A-Za-z0-9_]*|	[A-Z][A-Za-z0-9_]* +=)' |
+  sed -E 's/^func //; s/^\t//; s/ +=$//' | LC_ALL=C sort -u >zz_generated.exports.txt
+`
+
+// rebaseRepo is a scratch copy of this repository's scripts with the
+// throwaway component and its own _output/.
+type rebaseRepo struct {
+	dir  string
+	tree string
+}
+
+func newRebaseRepo(t *testing.T) *rebaseRepo {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"hack", "build"} {
+		out, err := exec.Command("cp", "-R", filepath.Join(realRepo, d), dir).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	comp := filepath.Join(dir, "build", throwaway)
+	require.NoError(t, os.MkdirAll(comp, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(comp, "component.env"), []byte(throwawayEnv), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(comp, "codegen.sh"), []byte(throwawayCodegen), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "patches", throwaway), 0o755))
+	r := &rebaseRepo{dir: dir, tree: filepath.Join(dir, "_output", "src", throwaway)}
+	r.mustRun(t, "materialize.sh", throwaway)
+	return r
+}
+
+func (r *rebaseRepo) run(t *testing.T, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(r.dir, "hack", "make-rules", name)}, args...)...)
+	cmd.Env = append(append(os.Environ(), "OUTPUT_DIR="+filepath.Join(r.dir, "_output")), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (r *rebaseRepo) mustRun(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := r.run(t, nil, name, args...)
+	require.NoError(t, err, "%s %v failed:\n%s", name, args, out)
+	return out
+}
+
+func (r *rebaseRepo) git(t *testing.T, args ...string) string {
+	t.Helper()
+	return gitIn(t, r.tree, args...)
+}
+
+func (r *rebaseRepo) read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.tree, rel))
+	require.NoError(t, err)
+	return string(b)
+}
+
+func (r *rebaseRepo) write(t *testing.T, rel, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(r.tree, rel), []byte(content), 0o644))
+}
+
+// replace rewrites old (which must be there) to new in a file of the tree.
+func (r *rebaseRepo) replace(t *testing.T, rel, old, new string) {
+	t.Helper()
+	s := r.read(t, rel)
+	require.Contains(t, s, old, rel)
+	r.write(t, rel, strings.Replace(s, old, new, 1))
+}
+
+// commit commits everything in the tree with a subject, a body and trailers.
+func (r *rebaseRepo) commit(t *testing.T, subject string, trailers ...string) {
+	t.Helper()
+	r.git(t, "add", "--all", ".")
+	msg := subject + "\n\nA change of the throwaway component.\n"
+	if len(trailers) > 0 {
+		msg += "\n" + strings.Join(trailers, "\n") + "\n"
+	}
+	r.git(t, "commit", "--quiet", "-m", msg)
+}
+
+// generate runs the component's codegen hook in the tree.
+func (r *rebaseRepo) generate(t *testing.T) { r.mustRun(t, "codegen.sh", throwaway) }
+
+// addFunc writes FILE.go with an exported function NAME and regenerates.
+func (r *rebaseRepo) addFunc(t *testing.T, file, name string) {
+	t.Helper()
+	r.write(t, file, "package uuid\n\n// "+name+" is a test function.\nfunc "+name+"() UUID { return Nil }\n")
+	if _, err := os.Stat(filepath.Join(r.tree, "zz_generated.exports.txt")); os.IsNotExist(err) {
+		r.write(t, "zz_generated.exports.txt", "")
+	}
+	r.generate(t)
+}
+
+func (r *rebaseRepo) export(t *testing.T) { r.mustRun(t, "export.sh", throwaway) }
+
+func (r *rebaseRepo) patchNames(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(r.dir, "patches", throwaway))
+	require.NoError(t, err)
+	var n []string
+	for _, e := range entries {
+		n = append(n, e.Name())
+	}
+	return n
+}
+
+func (r *rebaseRepo) pin(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.dir, "build", throwaway, "component.env"))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "UPSTREAM_VERSION="); ok {
+			return v
+		}
+	}
+	t.Fatal("no UPSTREAM_VERSION")
+	return ""
+}
+
+// requireRebased checks what every finished rebase leaves: the pin moved, the
+// tags, main on the new base with n patches, patches/ exported from it and
+// apply a no-op.
+func (r *rebaseRepo) requireRebased(t *testing.T, n int) {
+	t.Helper()
+	require.Equal(t, throwawayTo, r.pin(t), "the pin moved in component.env")
+	require.Equal(t, "main", r.git(t, "branch", "--show-current"))
+	require.Equal(t, r.git(t, "rev-parse", "upstream/"+throwawayTo+"^{commit}"), r.git(t, "rev-parse", "base/"+throwawayTo+"^"))
+	require.Equal(t, "", r.git(t, "for-each-ref", "refs/rebase/"), "no rebase refs left")
+	require.NoFileExists(t, filepath.Join(r.tree, ".git", "kube-guard-rebase"))
+	require.Equal(t, n, len(r.patchNames(t)))
+	require.Len(t, strings.Fields(r.git(t, "rev-list", "base/"+throwawayTo+"..HEAD")), n, "main is the new base plus the series")
+	// The series in patches/ is exactly the tree: apply has nothing to do,
+	// and a fresh materialisation of the new pin takes it.
+	require.Contains(t, r.mustRun(t, "apply.sh", throwaway), "already applied")
+	head := r.git(t, "rev-parse", "HEAD^{tree}")
+	out, err := r.run(t, []string{"FORCE=1"}, "materialize.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "already materialised", "the rebase left the recipe stamp of the new pin")
+	require.NoError(t, os.RemoveAll(r.tree))
+	r.mustRun(t, "apply.sh", throwaway)
+	require.Equal(t, head, r.git(t, "rev-parse", "HEAD^{tree}"), "patches/ applied to a fresh materialisation of the new pin gives the rebased tree")
+}
+
+func TestRebaseClean(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: a hand-written change.\n//\n// Package uuid")
+	r.commit(t, "doc: a hand-written change", "Rebase-Policy: carry")
+	r.addFunc(t, "min.go", "Min")
+	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+	require.NotContains(t, r.read(t, "zz_generated.exports.txt"), "Max\n")
+	r.export(t)
+
+	out := r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
+	require.Contains(t, out, "rebased uuid from v1.5.0 onto v1.6.0: 2 patches")
+	require.Contains(t, out, "regenerated: 0002-uuid-add-Min.patch")
+	r.requireRebased(t, 2)
+	gen := r.read(t, "zz_generated.exports.txt")
+	require.Contains(t, gen, "Max\nMin\n", "the generated file was regenerated on the new base, not merged")
+	require.Contains(t, r.read(t, "hash.go"), "Max = UUID{", "the tree is on upstream v1.6.0")
+	require.Contains(t, r.read(t, "doc.go"), "kube-guard: a hand-written change")
+
+	// Re-running is a no-op.
+	require.Contains(t, r.mustRun(t, "rebase.sh", throwaway, throwawayTo), "nothing to rebase")
+}
+
+func TestRebaseGeneratedConflict(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.addFunc(t, "min.go", "Min")
+	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+	// Mid lands in the generated list exactly where upstream's Max does.
+	r.addFunc(t, "mid.go", "Mid")
+	r.commit(t, "uuid: add Mid", "Rebase-Policy: carry", "Regenerate: exports")
+	r.export(t)
+
+	out := r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
+	require.Contains(t, out, "0002-uuid-add-Mid.patch: conflicts only in generated files (1)")
+	require.NotContains(t, out, "am --continue", "no hand work was asked for")
+	r.requireRebased(t, 2)
+	require.Contains(t, r.read(t, "zz_generated.exports.txt"), "IsInvalidLengthError\nMax\nMid\nMin\nMust\n")
+	require.NotContains(t, r.read(t, "zz_generated.exports.txt"), "<<<<<<<")
+	require.Contains(t, r.mustRun(t, "verify-codegen.sh", throwaway), "no diff after regenerating")
+}
+
+func TestRebaseHandConflict(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.replace(t, "uuid_test.go", "func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 32; x++ {",
+		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
+	r.commit(t, "uuid: test more lengths", "Rebase-Policy: carry")
+	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: after the conflict.\n//\n// Package uuid")
+	r.commit(t, "doc: a change after the conflict", "Rebase-Policy: carry")
+	r.export(t)
+
+	out, err := r.run(t, nil, "rebase.sh", throwaway, throwawayTo)
+	require.Error(t, err, out)
+	require.Contains(t, out, "patches/uuid/0001-uuid-test-more-lengths.patch does not apply to base/v1.6.0")
+	require.Contains(t, out, "conflicting paths:\n      uuid_test.go\n")
+	require.Contains(t, out, "am --continue")
+	require.Contains(t, out, "make rebase COMPONENT=uuid TO=v1.6.0")
+	require.DirExists(t, filepath.Join(r.tree, ".git", "rebase-apply"), "the git am session is left open")
+	require.Equal(t, throwawayFrom, r.pin(t), "the pin moves only when the series is through")
+
+	// Running it again before resolving says the same and changes nothing.
+	again, err := r.run(t, nil, "rebase.sh", throwaway, throwawayTo)
+	require.Error(t, err)
+	require.Contains(t, again, "uuid_test.go")
+	// Another target is refused while this one is open.
+	other, err := r.run(t, nil, "rebase.sh", throwaway, "v1.4.0")
+	require.Error(t, err)
+	require.Contains(t, other, "a rebase of uuid to v1.6.0 is in progress")
+
+	// Resolve by hand, as a maintainer would, and resume.
+	resolved := r.read(t, "uuid_test.go")
+	require.Contains(t, resolved, "<<<<<<<")
+	start := strings.Index(resolved, "<<<<<<<")
+	end := strings.Index(resolved, ">>>>>>>")
+	end += strings.Index(resolved[end:], "\n") + 1
+	r.write(t, "uuid_test.go", resolved[:start]+"\tfor x := 1; x < 256; x++ {\n"+resolved[end:])
+	r.git(t, "add", "uuid_test.go")
+	r.git(t, "am", "--continue")
+
+	out = r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
+	require.Contains(t, out, "resolved by hand: 0001-uuid-test-more-lengths.patch")
+	r.requireRebased(t, 2)
+	require.Contains(t, r.read(t, "uuid_test.go"), "x < 256")
+	require.Contains(t, r.read(t, "doc.go"), "kube-guard: after the conflict")
+	p, err := os.ReadFile(filepath.Join(r.dir, "patches", throwaway, "0001-uuid-test-more-lengths.patch"))
+	require.NoError(t, err)
+	require.Contains(t, string(p), "-\tfor x := 1; x < 128; x++ {\n+\tfor x := 1; x < 256; x++ {", "the exported patch is the resolution against v1.6.0")
+}
+
+func TestRebaseAbort(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.replace(t, "uuid_test.go", "func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 32; x++ {",
+		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
+	r.commit(t, "uuid: test more lengths", "Rebase-Policy: carry")
+	r.export(t)
+	before := r.git(t, "rev-parse", "HEAD")
+	_, err := r.run(t, nil, "rebase.sh", throwaway, throwawayTo)
+	require.Error(t, err)
+
+	out := r.mustRun(t, "rebase.sh", "--abort", throwaway)
+	require.Contains(t, out, "back on main")
+	require.Equal(t, before, r.git(t, "rev-parse", "HEAD"))
+	require.Equal(t, "main", r.git(t, "branch", "--show-current"))
+	require.NoDirExists(t, filepath.Join(r.tree, ".git", "rebase-apply"))
+	require.Equal(t, throwawayFrom, r.pin(t))
+	require.Contains(t, r.mustRun(t, "apply.sh", throwaway), "already applied")
+}
+
+func TestRebaseDropsWhatUpstreamMerged(t *testing.T) {
+	r := newRebaseRepo(t)
+	// Upstream's own change between the releases (c58770e, "add Max UUID
+	// constant"), carried as a backport.
+	r.replace(t, "hash.go", "\tNil           UUID // empty UUID, all zeros\n",
+		"\tNil           UUID // empty UUID, all zeros\n\n"+
+			"\t// The Max UUID is special form of UUID that is specified to have all 128 bits set to 1.\n"+
+			"\tMax = UUID{\n"+
+			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
+			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
+			"\t}\n")
+	r.commit(t, "uuid: add the Max UUID", "Rebase-Policy: drop-when-upstream https://github.com/google/uuid/pull/149")
+	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: kept.\n//\n// Package uuid")
+	r.commit(t, "doc: kept", "Rebase-Policy: carry")
+	r.export(t)
+
+	out := r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
+	require.Contains(t, out, "0001-uuid-add-the-Max-UUID.patch: upstream v1.6.0 already has this change (it applies empty): dropped")
+	require.Contains(t, out, "dropped (upstream v1.6.0 already has them): 0001-uuid-add-the-Max-UUID.patch")
+	r.requireRebased(t, 1)
+	require.Equal(t, []string{"0001-doc-kept.patch"}, r.patchNames(t), "the series is renumbered without the dropped patch")
+}

@@ -9,7 +9,7 @@ COMPONENT ?= kubernetes
 ##@ Main
 
 .PHONY: build
-build: ## Materialise upstream, apply patches, build the patched binaries, the descheduler and tools into _output/bin
+build: ## Materialise upstream, apply patches, build every component's binaries, the tools and the pristine ones into _output/bin
 	hack/make-rules/build-all.sh
 
 .PHONY: test
@@ -38,7 +38,7 @@ local-down: ## Stop the processes local-up started (pid files) and remove _outpu
 e2e: ## Bring a local cluster up, run test/e2e (gates on, then off), bring it down
 	hack/make-rules/e2e.sh
 
-##@ Patch series (COMPONENT=kubernetes by default, or COMPONENT=descheduler)
+##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env)
 
 .PHONY: materialize
 materialize: ## Rebuild the pristine upstream tree under _output/src/$(COMPONENT)
@@ -67,16 +67,12 @@ rebase-report: ## Try every series on each newer upstream release the proxy serv
 ##@ Parts of build and test
 
 .PHONY: binaries
-binaries: ## Build only kube-apiserver, kube-scheduler, kube-controller-manager, kubectl
-	hack/make-rules/build.sh
+binaries: ## Build only $(COMPONENT)'s binaries (its BINARIES in build/$(COMPONENT)/component.env)
+	hack/make-rules/build.sh $(COMPONENT)
 
 .PHONY: pristine
-pristine: ## Build pristine upstream kube-apiserver (no patches) into _output/bin/pristine, for the downgrade and skew tests
+pristine: ## Build each component's PRISTINE_BINARIES (no patches) into _output/bin/pristine, for the downgrade and skew tests
 	hack/make-rules/build-pristine.sh
-
-.PHONY: descheduler
-descheduler: ## Build only the descheduler, against the patched k8s.io/* staging modules
-	hack/make-rules/build.sh descheduler
 
 .PHONY: tools
 tools: ## Build the pinned tools (etcd, kwok, kwokctl) into _output/bin

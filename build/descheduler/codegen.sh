@@ -29,5 +29,5 @@ for s in "${steps[@]}"; do
 done
 for s in "${run[@]}"; do
   log "descheduler codegen: hack/update-generated-${s}.sh"
-  (cd "${COMPONENT_TREE}" && GOFLAGS= bash "hack/update-generated-${s}.sh")
+  (cd "${COMPONENT_TREE}" && GOFLAGS='' bash "hack/update-generated-${s}.sh")
 done

@@ -434,7 +434,7 @@ func (r *report) markdown() string {
 	b.WriteString("and `scheduler_preemption_goroutines_duration_seconds{result=\"success\"}` over the measured phase of a run, ")
 	b.WriteString("interpolated within histogram buckets: the buckets grow by 2x (PostFilter from 0.1 ms up to 204.8 ms, so \">=205\" only says that the percentile is above the last bucket; the goroutine duration from 10 ms), so a ratio of 2x can be one bucket. ")
 	b.WriteString("Ratios divide medians by the baseline's: upstream, or the patched tree with the gate off for workloads upstream does not have. ")
-	b.WriteString("How the workloads are chosen, and where the time goes (pprof), is in the [README](../README.md#benchmarks).\n\n")
+	b.WriteString("How the workloads are chosen, and where the time goes (pprof), is in [docs/benchmarks.md](../docs/benchmarks.md).\n\n")
 
 	if len(r.Goals) > 0 {
 		b.WriteString("## Goals\n\n| workload | goal | measured | met |\n|---|---|---|---|\n")

@@ -19,6 +19,8 @@
 # Everything the cluster writes (kwokctl's cluster directory with PKI, etcd
 # data, logs and pid files; the kubeconfig) stays under _output/local.
 
+# The LOCAL_* variables are for the scripts that source this file.
+# shellcheck disable=SC2034
 LOCAL_DIR="${OUTPUT_DIR}/local"
 LOCAL_NAME="kube-guard"
 # kwokctl keeps its clusters and caches under $KWOK_WORKDIR (default ~/.kwok).
@@ -50,10 +52,11 @@ LOCAL_TOOL_BINARIES=(etcd kwok kwokctl)
 
 # local::kwokctl ARGS...: kwokctl with its work directory under _output/local.
 # HOME points there too: kwokctl and kwok-controller keep a client-go HTTP
-# cache in ~/.kube/cache otherwise.
+# cache in ~/.kube/cache otherwise. The nodes report the pinned release.
 local::kwokctl() {
   mkdir -p "${LOCAL_DIR}/home"
-  HOME="${LOCAL_DIR}/home" KWOK_WORKDIR="${LOCAL_KWOK_WORKDIR}" KWOK_KUBE_VERSION="v1.37.1" \
+  HOME="${LOCAL_DIR}/home" KWOK_WORKDIR="${LOCAL_KWOK_WORKDIR}" \
+    KWOK_KUBE_VERSION="$(component::setting kubernetes UPSTREAM_VERSION)" \
     "${OUTPUT_BIN}/kwokctl" --name "${LOCAL_NAME}" "$@"
 }
 

@@ -126,7 +126,7 @@ for variant in upstream gate-on; do # gate-off uses the gate-on binary
     bin="$(binary_of "${variant}" "${topic}")"
     log "building $(basename "${bin}") in $(tree_of "${variant}")"
     start=${SECONDS}
-    (cd "$(tree_of "${variant}")" && GOFLAGS= go test -c -o "${bin}" "./${PERF}/${topic}") ||
+    (cd "$(tree_of "${variant}")" && GOFLAGS='' go test -c -o "${bin}" "./${PERF}/${topic}") ||
       fatal "building the scheduler_perf test binary of ${topic} in $(tree_of "${variant}") failed"
     log "  built in $((SECONDS - start)) s"
   done

@@ -4,7 +4,8 @@
 #      and EvictionRequestAPI on), the whole suite (gate-off tests skip),
 #      including the descheduler's (it runs _output/bin/descheduler itself);
 #   2. `local-up` again with DisruptionPolicyInPriorityClass=false, only the
-#      gate-off tests (TestKEP3280GateOff: upstream behaviour).
+#      gate-off tests: by convention (test/e2e/doc.go), the tests whose names
+#      end in GateOff (they call RequireGate(t, false) and skip in phase 1).
 # A local cluster that is already running is not touched: stop it first
 # (`make local-down`). The cluster is brought down on exit, also on failure
 # (KEEP_LOGS=1 keeps its component logs in _output/local-logs).
@@ -42,7 +43,7 @@ e2e::phase() {
     KUBE_GUARD_E2E_KUBECONFIG="${LOCAL_KUBECONFIG}" \
       KUBE_GUARD_E2E_DESCHEDULER="${OUTPUT_BIN}/descheduler" \
       KUBE_GUARD_E2E_SCHEDULER_URL="https://127.0.0.1:${LOCAL_SCHEDULER_PORT}" \
-      go test ./test/e2e/ -count=1 -v -timeout "${E2E_TIMEOUT}" -run "${run}"
+      go test ./test/e2e/... -count=1 -v -timeout "${E2E_TIMEOUT}" -run "${run}"
   ) || fatal "e2e ${name}: tests failed (component logs: ${LOCAL_LOGS_DIR}; KEEP_LOGS=1 keeps them)"
   log "e2e ${name}: tests passed in $(($(date +%s) - start)) s"
   "${REPO_ROOT}/hack/make-rules/local-down.sh"
@@ -50,6 +51,6 @@ e2e::phase() {
 
 e2e::phase "gate on" "${GATES_ON}" "${E2E_RUN}"
 if [[ "${E2E_GATE_OFF}" != "0" ]]; then
-  e2e::phase "gate off" "${GATES_OFF}" 'TestKEP3280GateOff'
+  e2e::phase "gate off" "${GATES_OFF}" 'GateOff$'
 fi
 log "e2e passed"

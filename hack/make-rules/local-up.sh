@@ -52,7 +52,8 @@ if [[ ${#missing_tools[@]} -gt 0 ]]; then
   for b in "${missing_tools[@]}"; do
     case "${b}" in etcd) tools+=(etcd) ;; kwok | kwokctl) tools+=(kwok) ;; esac
   done
-  "${REPO_ROOT}/hack/make-rules/tools.sh" $(printf '%s\n' "${tools[@]}" | sort -u) ||
+  mapfile -t tools < <(printf '%s\n' "${tools[@]}" | sort -u)
+  "${REPO_ROOT}/hack/make-rules/tools.sh" "${tools[@]}" ||
     fatal "could not build ${missing_tools[*]} (see above); 'make tools' builds them"
 fi
 for b in "${LOCAL_KUBE_BINARIES[@]}" "${LOCAL_TOOL_BINARIES[@]}"; do
@@ -118,7 +119,7 @@ componentsPatches:
 - name: kube-scheduler
   extraArgs:
   - {key: bind-address, value: 127.0.0.1}
-  # scheduler_preemption_goroutines_duration_seconds is deprecated in 1.37.0 and hidden without this.
+  # scheduler_preemption_goroutines_duration_seconds is deprecated since Kubernetes 1.37 and hidden without this.
   - {key: show-hidden-metrics-for-version, value: "1.36"}
 - name: kwok-controller
   extraArgs:

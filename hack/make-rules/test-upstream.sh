@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs upstream's own tests for every Go package a patch series touches, for
-# each component (kubernetes, then descheduler): unit tests of the touched
+# each component (build/*/component.env): unit tests of the touched
 # packages, and for kubernetes the integration tests among them
 # (test/integration/...) with the project's etcd first on PATH, as upstream's
 # test/integration/framework expects.
@@ -12,7 +12,7 @@
 #
 # Usage: test-upstream.sh [--list | go test flags...]
 #   --list  print the unit and integration packages that would be tested
-#   TEST_UPSTREAM_COMPONENTS="kubernetes descheduler" (default) restricts it.
+#   TEST_UPSTREAM_COMPONENTS="kubernetes" restricts it (default: every component).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
@@ -26,7 +26,9 @@ touched_dirs() {
     while [[ "${d}" != "." ]] && ! compgen -G "${COMPONENT_TREE}/${d}/*.go" >/dev/null; do
       d="$(dirname "${d}")"
     done
-    [[ "${d}" != "." ]] && echo "${d}"
+    if [[ "${d}" != "." ]] || compgen -G "${COMPONENT_TREE}/*.go" >/dev/null; then
+      echo "${d}"
+    fi
   done | LC_ALL=C sort -u
 }
 
@@ -55,7 +57,7 @@ test_component() {
   for d in "${dirs[@]}"; do
     case "${d}" in
       test/integration/*) integration+=("./${d}") ;;
-      test/e2e*|test/e2e_node/*) ;; # needs a running cluster; covered by test/e2e of this repo
+      test/e2e*) ;; # needs a running cluster; covered by test/e2e of this repo
       *) unit+=("./${d}") ;;
     esac
   done
@@ -75,12 +77,12 @@ test_component() {
     cd "${COMPONENT_TREE}"
     if [[ ${#unit[@]} -gt 0 ]]; then
       log "${COMPONENT_NAME}: upstream unit tests of ${#unit[@]} touched packages"
-      GOFLAGS= go test "${skipflag[@]}" "$@" "${unit[@]}" || status=1
+      GOFLAGS='' go test "${skipflag[@]}" "$@" "${unit[@]}" || status=1
     fi
     if [[ ${#integration[@]} -gt 0 ]]; then
       command -v etcd >/dev/null || fatal "etcd is not in ${OUTPUT_BIN}: run 'make tools'"
       log "${COMPONENT_NAME}: upstream integration tests of ${#integration[@]} touched packages (etcd: $(command -v etcd))"
-      GOFLAGS= go test -timeout 40m "${skipflag[@]}" "$@" "${integration[@]}" || status=1
+      GOFLAGS='' go test -timeout 40m "${skipflag[@]}" "$@" "${integration[@]}" || status=1
     fi
     exit "${status}"
   )
@@ -92,7 +94,7 @@ if [[ "${1:-}" == "--list" ]]; then
   shift
 fi
 status=0
-for component in ${TEST_UPSTREAM_COMPONENTS:-kubernetes descheduler}; do
+for component in ${TEST_UPSTREAM_COMPONENTS:-$(component::all)}; do
   test_component "${component}" "$@" || status=1
 done
 exit "${status}"

@@ -3,6 +3,7 @@
 # the *patched* Kubernetes: staging-overrides/k8s.io/<module> are committed
 # symlinks into the materialised tree (_output/src/kubernetes), and go.mod
 # replaces every staging module, and k8s.io/kubernetes itself, with them.
+# go.mod requires those of them it uses at the pinned versions.
 # This script (re)writes both from the tree's go.work; hack/make-rules/verify.sh
 # runs it and fails when the committed result differs.
 set -o errexit -o nounset -o pipefail
@@ -23,9 +24,24 @@ for n in "${names[@]}"; do
   ln -s "${rel_tree}/staging/src/k8s.io/${n}" "${overrides}/${n}"
   args+=(-replace "k8s.io/${n}=./staging-overrides/k8s.io/${n}")
 done
+before="$(sha256sum <"${REPO_ROOT}/go.mod")"
 # Drop replacements of modules the tree no longer has, then set the current ones.
 while read -r old; do
   go mod edit -dropreplace "${old}" "${REPO_ROOT}/go.mod"
 done < <(cd "${REPO_ROOT}" && go mod edit -json | jq -r '.Replace[]? | select(.New.Path | startswith("./staging-overrides/")) | .Old.Path')
+# Modules required from the tree are required at the pinned versions, so that
+# go.mod names the release it is built on (a replace makes the version moot
+# for the build, not for whoever reads go.mod).
+while read -r req; do
+  if [[ "${req}" == k8s.io/kubernetes ]]; then
+    args+=(-require "k8s.io/kubernetes@${COMPONENT_VERSION}")
+  elif printf '%s\n' "${names[@]}" | grep -qxF "${req#k8s.io/}"; then
+    args+=(-require "${req}@${COMPONENT_STAGING_VERSION}")
+  fi
+done < <(cd "${REPO_ROOT}" && go mod edit -json | jq -r '.Require[]? | select(.Path | startswith("k8s.io/")) | .Path')
 (cd "${REPO_ROOT}" && go mod edit "${args[@]}")
+if [[ "$(sha256sum <"${REPO_ROOT}/go.mod")" != "${before}" ]]; then
+  # The pinned release moved: its modules may require newer dependencies.
+  (cd "${REPO_ROOT}" && GOFLAGS=-mod=mod go mod tidy) || fatal "go mod tidy failed in ${REPO_ROOT}"
+fi
 log "staging-overrides: k8s.io/kubernetes and ${#names[@]} staging modules -> ${COMPONENT_TREE#"${REPO_ROOT}/"}"

@@ -70,7 +70,7 @@ update() {
   local -a used args
   local prev="" n list
   while :; do
-    list="$(cd "${work}" && GOWORK=off GOFLAGS= go list -m -f '{{.Path}}' all)" || fatal "go list -m all failed in ${work}"
+    list="$(cd "${work}" && GOWORK=off GOFLAGS='' go list -m -f '{{.Path}}' all)" || fatal "go list -m all failed in ${work}"
     mapfile -t used < <(sed -n 's#^k8s\.io/##p' <<<"${list}" | LC_ALL=C sort -u)
     args=()
     for n in "${used[@]}"; do

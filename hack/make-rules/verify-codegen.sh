@@ -29,7 +29,7 @@ fi
 
 head="$(component::git rev-parse --short HEAD)"
 start="$(date +%s)"
-CODEGEN_GENERATORS= "${REPO_ROOT}/hack/make-rules/codegen.sh" "${COMPONENT_NAME}" "$@"
+CODEGEN_GENERATORS='' "${REPO_ROOT}/hack/make-rules/codegen.sh" "${COMPONENT_NAME}" "$@"
 
 changed="$(component::git status --porcelain)"
 if [[ -n "${changed}" ]]; then

@@ -5,6 +5,11 @@
 #                    checkout of its pristine base (not the working tree)
 #   export           exporting the tree gives back patches/ byte for byte
 #   gofmt            Go files the series touches, and this repo's Go files
+#   trailers         every patch has a Rebase-Policy trailer, and a Regenerate
+#                    trailer when it changes generated files (verify/trailers.sh)
+#   versions         no pinned release written outside build/*/component.env
+#                    (verify/versions.sh)
+#   docs             the generated blocks of README.md are current (verify/docs.sh)
 #   staging-overrides go.mod and staging-overrides/ match the tree
 #   staging-replaces the go.mod/go.sum overlays that put a component (the
 #                    descheduler) on the patched staging modules are up to date
@@ -20,11 +25,7 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 components=("$@")
-if [[ ${#components[@]} -eq 0 ]]; then
-  for env in "${REPO_ROOT}"/build/*/component.env; do
-    components+=("$(basename "$(dirname "${env}")")")
-  done
-fi
+[[ ${#components[@]} -gt 0 ]] || mapfile -t components < <(component::all)
 for c in "${components[@]}"; do
   component::load "${c}"
 done
@@ -32,7 +33,12 @@ done
 verifying() {
   local c
   case "$1" in
-    staging_overrides) [[ " ${components[*]} " == *" kubernetes "* ]] ;;
+    staging_overrides)
+      for c in "${components[@]}"; do
+        [[ "$(component::setting "${c}" REPO_MODULE_REPLACES)" != true ]] || return 0
+      done
+      return 1
+      ;;
     staging_replaces)
       for c in "${components[@]}"; do
         [[ -z "$(component::setting "${c}" STAGING_FROM)" ]] || return 0
@@ -156,8 +162,13 @@ verify_codegen() {
   return "${rc}"
 }
 
+# The checks that live in verify/<name>.sh.
+verify_versions() { "${REPO_ROOT}/hack/make-rules/verify/versions.sh"; }
+verify_docs() { "${REPO_ROOT}/hack/make-rules/verify/docs.sh"; }
+verify_trailers() { "${REPO_ROOT}/hack/make-rules/verify/trailers.sh" "${components[@]}"; }
+
 status=0
-for check in series export gofmt staging_overrides staging_replaces codegen; do
+for check in series export gofmt trailers versions docs staging_overrides staging_replaces codegen; do
   if [[ " ${SKIP_VERIFY:-} " == *" ${check//_/-} "* ]]; then
     log "verify ${check//_/-}: skipped"
     continue

@@ -4,9 +4,7 @@
 package build
 
 import (
-	"bufio"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"kube-guard/test/util/pins"
 )
 
 func repoRoot(t *testing.T) string {
@@ -25,22 +25,12 @@ func repoRoot(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// componentEnv reads build/<component>/component.env.
-func componentEnv(t *testing.T, root, component string) map[string]string {
+// component reads the pin of a component (test/util/pins).
+func component(t *testing.T, root, name string) pins.Component {
 	t.Helper()
-	f, err := os.Open(filepath.Join(root, "build", component, "component.env"))
+	c, err := pins.Load(root, name)
 	require.NoError(t, err)
-	defer f.Close()
-	env := map[string]string{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			env[k] = v
-		}
-	}
-	require.NoError(t, s.Err())
-	return env
+	return c
 }
 
 func run(t *testing.T, bin string, args ...string) string {
@@ -89,27 +79,27 @@ func TestKubernetesBinariesAreStamped(t *testing.T) {
 // forkVersion is the version build.sh stamps into the binaries of a
 // component: <upstream>-<fork name>.<commits on base>[-dirty], and the
 // commit of the component's materialised tree.
-func forkVersion(t *testing.T, root, component string) (want, commit string) {
+func forkVersion(t *testing.T, root, name string) (want, commit string) {
 	t.Helper()
-	env := componentEnv(t, root, component)
-	tree := filepath.Join(root, "_output", "src", component)
+	pin := component(t, root, name)
+	tree := filepath.Join(root, "_output", "src", name)
 	gitOut := func(args ...string) string {
 		out, err := exec.Command("git", append([]string{"-C", tree}, args...)...).Output()
 		require.NoError(t, err, "git %v in %s (run `make build` first)", args, tree)
 		return strings.TrimSpace(string(out))
 	}
 	commit = gitOut("rev-parse", "HEAD")
-	count := gitOut("rev-list", "--count", "base/"+env["UPSTREAM_VERSION"]+"..HEAD")
-	want = env["UPSTREAM_VERSION"] + "-" + env["FORK_NAME"] + "." + count
+	count := gitOut("rev-list", "--count", pin.BaseTag()+"..HEAD")
+	want = pin.Version + "-" + pin.ForkName + "." + count
 	if gitOut("status", "--porcelain", "--untracked-files=no") != "" {
 		want += "-dirty"
 	}
 	v := version.MustParseSemantic(want)
-	upstream := version.MustParseSemantic(env["UPSTREAM_VERSION"])
+	upstream := version.MustParseSemantic(pin.Version)
 	require.Equal(t, []uint{upstream.Major(), upstream.Minor(), upstream.Patch()}, []uint{v.Major(), v.Minor(), v.Patch()},
 		"the fork version is a pre-release of the pinned upstream")
-	require.Equal(t, env["FORK_NAME"]+"."+count, strings.TrimSuffix(v.PreRelease(), "-dirty"))
-	require.True(t, v.LessThan(upstream), "%s sorts before %s in semver", want, env["UPSTREAM_VERSION"])
+	require.Equal(t, pin.ForkName+"."+count, strings.TrimSuffix(v.PreRelease(), "-dirty"))
+	require.True(t, v.LessThan(upstream), "%s sorts before %s in semver", want, pin.Version)
 	return want, commit
 }
 
@@ -117,10 +107,10 @@ func forkVersion(t *testing.T, root, component string) (want, commit string) {
 // "Descheduler version {Major: Minor: GitVersion:... GitBranch:... GitSha1:... BuildDate:... ...}".
 func TestDeschedulerIsStamped(t *testing.T) {
 	root := repoRoot(t)
-	env := componentEnv(t, root, "descheduler")
-	require.Equal(t, "sigs.k8s.io/descheduler", env["UPSTREAM_MODULE"])
+	pin := component(t, root, "descheduler")
+	require.Equal(t, "sigs.k8s.io/descheduler", pin.Module)
 	want, commit := forkVersion(t, root, "descheduler")
-	require.Regexp(t, `^v0\.\d+\.\d+-`+regexp.QuoteMeta(env["FORK_NAME"])+`\.\d+(-dirty)?$`, want)
+	require.Regexp(t, `^v0\.\d+\.\d+-`+regexp.QuoteMeta(pin.ForkName)+`\.\d+(-dirty)?$`, want)
 
 	path := filepath.Join(root, "_output", "bin", "descheduler")
 	require.FileExists(t, path, "run `make build` first")
@@ -135,9 +125,13 @@ func TestDeschedulerIsStamped(t *testing.T) {
 func TestPinnedTools(t *testing.T) {
 	root := repoRoot(t)
 	bin := filepath.Join(root, "_output", "bin")
-	require.Regexp(t, `etcd Version: 3\.6\.\d+`, run(t, filepath.Join(bin, "etcd"), "--version"))
-	require.Contains(t, run(t, filepath.Join(bin, "kwokctl"), "--version"), "v0.8.0")
-	require.Contains(t, run(t, filepath.Join(bin, "kwok"), "--version"), "v0.8.0")
+	etcd, err := pins.Tool(root, "etcd", "go.etcd.io/etcd/server/v3")
+	require.NoError(t, err)
+	kwok, err := pins.Tool(root, "kwok", "sigs.k8s.io/kwok")
+	require.NoError(t, err)
+	require.Contains(t, run(t, filepath.Join(bin, "etcd"), "--version"), "etcd Version: "+strings.TrimPrefix(etcd, "v")+"\n")
+	require.Contains(t, run(t, filepath.Join(bin, "kwokctl"), "--version"), kwok)
+	require.Contains(t, run(t, filepath.Join(bin, "kwok"), "--version"), kwok)
 }
 
 func fmtInt(u uint) string { return strconv.FormatUint(uint64(u), 10) }

@@ -41,6 +41,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/metrics/testutil"
+
+	"kube-guard/test/e2e/framework"
 )
 
 const (
@@ -105,7 +107,7 @@ type evacuator struct {
 // apiserver calls it.
 func (c *cluster) startEvacuator(t *testing.T, ns string, cfg evacuatorConfig) *evacuator {
 	t.Helper()
-	e := &evacuator{client: c.client, namespace: ns, cfg: cfg,
+	e := &evacuator{client: c.Client, namespace: ns, cfg: cfg,
 		requests: map[string][]time.Time{}, deleted: map[string]time.Time{}}
 
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
@@ -123,7 +125,7 @@ func (c *cluster) startEvacuator(t *testing.T, ns string, cfg evacuatorConfig) *
 	sideEffects := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	failurePolicy := admissionregistrationv1.Fail
 	timeout := int32(10)
-	_, err = c.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{
+	_, err = c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    name,
@@ -146,7 +148,7 @@ func (c *cluster) startEvacuator(t *testing.T, ns string, cfg evacuatorConfig) *
 	require.NoError(t, err)
 	// Deleted before the server stops (cleanups run last-in first-out).
 	t.Cleanup(func() {
-		_ = c.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 
 	// The apiserver picks the configuration up asynchronously: evict an
@@ -154,15 +156,15 @@ func (c *cluster) startEvacuator(t *testing.T, ns string, cfg evacuatorConfig) *
 	// webhook answers, and check the answer is what the descheduler sees.
 	probe := c.evacuationPod(t, ns, "probe", "", false, false)
 	var last error
-	c.poll(t, "the evacuator webhook to intercept evictions", func(ctx context.Context) (bool, error) {
-		last = c.client.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: probe.Name, Namespace: ns}})
+	c.Poll(t, "the evacuator webhook to intercept evictions", func(ctx context.Context) (bool, error) {
+		last = c.Client.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: probe.Name, Namespace: ns}})
 		return last != nil && strings.Contains(last.Error(), evacuationMarker), nil
 	})
 	require.True(t, apierrors.IsTooManyRequests(last), "the webhook's answer is not a 429: %v", last)
 	require.Contains(t, last.Error(), fmt.Sprintf("admission webhook %q denied the request: %s%s", name, cfg.messagePrefix, evacuationMarker))
 	// The probe is now an eviction in progress: remove it so that it takes
 	// no slot in the tests' evacuation limits.
-	c.deletePod(t, ns, probe.Name)
+	c.DeletePod(t, ns, probe.Name)
 	e.mu.Lock()
 	delete(e.requests, probe.Name)
 	e.mu.Unlock()
@@ -177,7 +179,7 @@ func (e *evacuator) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := review.Request
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
-	if req.Namespace == e.namespace && req.SubResource == "eviction" {
+	if req.Namespace == e.Namespace && req.SubResource == "eviction" {
 		if e.intercept(r.Context(), req) {
 			resp.Allowed = false
 			resp.Result = &metav1.Status{
@@ -196,7 +198,7 @@ func (e *evacuator) serve(w http.ResponseWriter, r *http.Request) {
 
 // intercept takes the eviction of an annotated pod over.
 func (e *evacuator) intercept(ctx context.Context, req *admissionv1.AdmissionRequest) bool {
-	pod, err := e.client.CoreV1().Pods(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
+	pod, err := e.Client.CoreV1().Pods(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
 	if err != nil {
 		e.fail(fmt.Errorf("webhook: reading pod %s: %w", req.Name, err))
 		return false
@@ -212,14 +214,14 @@ func (e *evacuator) intercept(ctx context.Context, req *admissionv1.AdmissionReq
 	}
 	if pod.Labels[evacuatorAnnotateLabel] != "false" {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"evacuator"}}}`, evictionInProgressAnnotation)
-		if _, err := e.client.CoreV1().Pods(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := e.Client.CoreV1().Pods(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			e.fail(fmt.Errorf("webhook: annotating pod %s: %w", req.Name, err))
 		}
 	}
 	if e.cfg.deleteAfter > 0 {
 		ns, name, uid := req.Namespace, req.Name, pod.UID
 		time.AfterFunc(e.cfg.deleteAfter, func() {
-			err := e.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{
+			err := e.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{
 				GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid},
 			})
 			if err != nil && !apierrors.IsNotFound(err) {
@@ -285,16 +287,16 @@ func evictedRightAway(pod *corev1.Pod) { delete(pod.Annotations, evictionRequest
 func (c *cluster) evacuationPod(t *testing.T, ns, name, node string, deschedulable, inProgress bool, opts ...podOption) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	owner, err := c.client.CoreV1().ConfigMaps(ns).Get(ctx, "owner", metav1.GetOptions{})
+	owner, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "owner", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		owner, err = c.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+		owner, err = c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	}
 	require.NoError(t, err)
 	annotations := map[string]string{evictionRequestAnnotation: ""}
 	if inProgress {
 		annotations[evictionInProgressAnnotation] = "evacuator"
 	}
-	spec := podSpec("", resource.Quantity{})
+	spec := framework.PodSpec("", resource.Quantity{})
 	spec.NodeName = node
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -307,9 +309,9 @@ func (c *cluster) evacuationPod(t *testing.T, ns, name, node string, deschedulab
 	for _, opt := range opts {
 		opt(pod)
 	}
-	pod, err = c.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	pod, err = c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
-	return c.waitPodRunningReady(t, ns, pod.Name)
+	return c.WaitPodRunningReady(t, ns, pod.Name)
 }
 
 // deschedulerPolicy is a policy of one profile per name (profileName when
@@ -413,8 +415,8 @@ func (d *descheduler) exit(t *testing.T) error {
 	case err := <-d.done:
 		d.done <- err
 		return err
-	case <-time.After(waitTimeout):
-		t.Fatalf("the descheduler did not exit within %v:\n%s", waitTimeout, d.log.String())
+	case <-time.After(framework.WaitTimeout):
+		t.Fatalf("the descheduler did not exit within %v:\n%s", framework.WaitTimeout, d.log.String())
 		return nil
 	}
 }
@@ -446,7 +448,7 @@ func (d *descheduler) logLines(substrings ...string) []string {
 func (c *cluster) waitCycles(t *testing.T, d *descheduler, since time.Time, n int) {
 	t.Helper()
 	base := -1
-	c.poll(t, fmt.Sprintf("%d descheduling cycles after %s", n, since.Format(time.StampMilli)), func(context.Context) (bool, error) {
+	c.Poll(t, fmt.Sprintf("%d descheduling cycles after %s", n, since.Format(time.StampMilli)), func(context.Context) (bool, error) {
 		if base < 0 {
 			if time.Now().Before(since) {
 				return false, nil
@@ -464,14 +466,14 @@ func (c *cluster) deschedulerMetrics(t *testing.T, d *descheduler) string {
 	return c.pollMetrics(t, d, "the descheduler's /metrics", func(string) bool { return true })
 }
 
-// pollMetrics waits, up to waitTimeout, until the descheduler's /metrics
+// pollMetrics waits, up to framework.WaitTimeout, until the descheduler's /metrics
 // satisfy ok, and returns them; the test fails with the last ones otherwise.
 func (c *cluster) pollMetrics(t *testing.T, d *descheduler, what string, ok func(body string) bool) string {
 	t.Helper()
 	var body string
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, func(context.Context) (bool, error) {
-		if body, last = fetchMetrics(d.metricsURL); last != nil {
+	err := wait.PollUntilContextTimeout(context.Background(), framework.PollInterval, framework.WaitTimeout, true, func(context.Context) (bool, error) {
+		if body, last = framework.FetchMetrics(d.metricsURL); last != nil {
 			return false, nil
 		}
 		return ok(body), nil
@@ -520,13 +522,13 @@ var _ io.Writer = &syncBuffer{}
 // count one request in background, in progress until the pod is gone.
 func TestDeschedulerEvacuationInBackground(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-background")
+	ns := c.Namespace(t, "kep1397-background")
 	const deleteAfter = 6 * time.Second
 	hook := c.startEvacuator(t, ns, evacuatorConfig{deleteAfter: deleteAfter})
 	pod := c.evacuationPod(t, ns, "vm", "", true, false)
 
 	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second)
-	c.poll(t, "the descheduler to request the eviction of "+pod.Name, func(context.Context) (bool, error) {
+	c.Poll(t, "the descheduler to request the eviction of "+pod.Name, func(context.Context) (bool, error) {
 		return len(hook.requestsFor(pod.Name)) > 0, nil
 	})
 	requestedAt := hook.requestsFor(pod.Name)[0]
@@ -534,22 +536,22 @@ func TestDeschedulerEvacuationInBackground(t *testing.T) {
 
 	background := map[string]string{"result": "background", "strategy": "PodLifeTime", "profile": profileName}
 	var body string
-	c.poll(t, "the metrics to show the eviction in background in progress", func(ctx context.Context) (bool, error) {
-		if _, err := c.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+	c.Poll(t, "the metrics to show the eviction in background in progress", func(ctx context.Context) (bool, error) {
+		if _, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
 			return false, fmt.Errorf("pod %s is gone (%v) and the metrics never showed its eviction in progress:\n%s", pod.Name, err, evacuationMetrics(body))
 		}
 		var err error
-		if body, err = fetchMetrics(d.metricsURL); err != nil {
+		if body, err = framework.FetchMetrics(d.metricsURL); err != nil {
 			return false, nil
 		}
-		return metricSum(body, evacuationsTotalMetric, background) == 1 &&
-			metricSum(body, evacuationsInProgressGauge, nil) == 1 &&
-			len(metricSamples(body, evacuationsInProgressGauge, nil)) == 1, nil
+		return framework.MetricSum(body, evacuationsTotalMetric, background) == 1 &&
+			framework.MetricSum(body, evacuationsInProgressGauge, nil) == 1 &&
+			len(framework.MetricSamples(body, evacuationsInProgressGauge, nil)) == 1, nil
 	})
 
 	var goneAt time.Time
-	c.poll(t, "the webhook to delete "+pod.Name, func(ctx context.Context) (bool, error) {
-		_, err := c.client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	c.Poll(t, "the webhook to delete "+pod.Name, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			goneAt = time.Now()
 			return true, nil
@@ -565,11 +567,11 @@ func TestDeschedulerEvacuationInBackground(t *testing.T) {
 	require.Equal(t, map[string]int{pod.Name: 1}, hook.requested())
 
 	body = c.pollMetrics(t, d, "the in-progress gauge to drop to 0 once the pod is gone", func(body string) bool {
-		return len(metricSamples(body, evacuationsInProgressGauge, nil)) == 1 && metricSum(body, evacuationsInProgressGauge, nil) == 0
+		return len(framework.MetricSamples(body, evacuationsInProgressGauge, nil)) == 1 && framework.MetricSum(body, evacuationsInProgressGauge, nil) == 0
 	})
-	require.Equal(t, 1.0, metricSum(body, evacuationsTotalMetric, nil),
+	require.Equal(t, 1.0, framework.MetricSum(body, evacuationsTotalMetric, nil),
 		"one request made, in background; metrics:\n%s", evacuationMetrics(body))
-	require.Equal(t, 1.0, metricSum(body, evacuationsTotalMetric, background), "metrics:\n%s", evacuationMetrics(body))
+	require.Equal(t, 1.0, framework.MetricSum(body, evacuationsTotalMetric, background), "metrics:\n%s", evacuationMetrics(body))
 }
 
 // TestDeschedulerEvacuationLimitReached: with evacuations already in
@@ -578,9 +580,9 @@ func TestDeschedulerEvacuationInBackground(t *testing.T) {
 // rebuilt from the pods' annotations) makes none.
 func TestDeschedulerEvacuationLimitReached(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-limit")
+	ns := c.Namespace(t, "kep1397-limit")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
-	node := c.nodes[0].Name
+	node := c.Nodes[0].Name
 	for _, name := range []string{"running-1", "running-2"} {
 		c.evacuationPod(t, ns, name, node, true, true)
 	}
@@ -611,14 +613,14 @@ func TestDeschedulerEvacuationLimitReached(t *testing.T) {
 // however long it stays in progress.
 func TestDeschedulerEvacuationTTL(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-ttl")
+	ns := c.Namespace(t, "kep1397-ttl")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	unconfirmed := c.evacuationPod(t, ns, "unconfirmed", "", true, false, neverConfirmed)
 	migrating := c.evacuationPod(t, ns, "migrating", "", true, false)
 	const ttl = 3 * time.Second
 
 	d := c.startDescheduler(t, deschedulerPolicy(ns, fmt.Sprintf("maxEvacuationRequestTTL: %s\n", ttl)), time.Second)
-	c.poll(t, "a second eviction request for "+unconfirmed.Name, func(context.Context) (bool, error) {
+	c.Poll(t, "a second eviction request for "+unconfirmed.Name, func(context.Context) (bool, error) {
 		return len(hook.requestsFor(unconfirmed.Name)) >= 2, nil
 	})
 	times := hook.requestsFor(unconfirmed.Name)
@@ -633,18 +635,18 @@ func TestDeschedulerEvacuationTTL(t *testing.T) {
 	require.Len(t, hook.requestsFor(migrating.Name), 1,
 		"the eviction of %s, annotated in progress, was requested again after the TTL", migrating.Name)
 	require.Empty(t, d.logLines("abandoning it", migrating.Name), "the descheduler abandoned an eviction annotated in progress")
-	got, err := c.client.CoreV1().Pods(ns).Get(context.Background(), unconfirmed.Name, metav1.GetOptions{})
+	got, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), unconfirmed.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, unconfirmed.UID, got.UID, "the pod was replaced: the test wants the same pod requested twice")
 
 	body := c.deschedulerMetrics(t, d)
-	abandoned := metricSamples(body, evacuationsAbandonedMetric, nil)
+	abandoned := framework.MetricSamples(body, evacuationsAbandonedMetric, nil)
 	require.NotEmpty(t, abandoned, "no %s; metrics:\n%s", evacuationsAbandonedMetric, evacuationMetrics(body))
 	for _, s := range abandoned {
 		require.Equal(t, testutil.Metric{"__name__": evacuationsAbandonedMetric, "strategy": "PodLifeTime", "profile": profileName}, s.Metric,
 			"%s is labelled by strategy and profile only; metrics:\n%s", evacuationsAbandonedMetric, evacuationMetrics(body))
 	}
-	require.GreaterOrEqual(t, metricSum(body, evacuationsAbandonedMetric, nil), 1.0, "metrics:\n%s", evacuationMetrics(body))
+	require.GreaterOrEqual(t, framework.MetricSum(body, evacuationsAbandonedMetric, nil), 1.0, "metrics:\n%s", evacuationMetrics(body))
 }
 
 // TestDeschedulerEvacuationInProgressKeepsSlot: pods annotated
@@ -655,7 +657,7 @@ func TestDeschedulerEvacuationTTL(t *testing.T) {
 // are counted in pods_evicted_total.
 func TestDeschedulerEvacuationInProgressKeepsSlot(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-drain")
+	ns := c.Namespace(t, "kep1397-drain")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	for _, name := range []string{"drained-1", "drained-2"} {
 		c.evacuationPod(t, ns, name, "", true, true)
@@ -679,9 +681,9 @@ func TestDeschedulerEvacuationInProgressKeepsSlot(t *testing.T) {
 	require.Empty(t, d.logLines("abandoning it"), "the descheduler abandoned an eviction annotated in progress")
 
 	body := c.deschedulerMetrics(t, d)
-	require.Equal(t, 3.0, metricSum(body, evacuationsInProgressGauge, nil), "evacuations in progress; metrics:\n%s", evacuationMetrics(body))
-	require.Zero(t, metricSum(body, evacuationsAbandonedMetric, nil), "metrics:\n%s", evacuationMetrics(body))
-	require.GreaterOrEqual(t, metricSum(body, podsEvictedTotalMetric, map[string]string{"result": namespaceEvacuationLimitResult}), 1.0,
+	require.Equal(t, 3.0, framework.MetricSum(body, evacuationsInProgressGauge, nil), "evacuations in progress; metrics:\n%s", evacuationMetrics(body))
+	require.Zero(t, framework.MetricSum(body, evacuationsAbandonedMetric, nil), "metrics:\n%s", evacuationMetrics(body))
+	require.GreaterOrEqual(t, framework.MetricSum(body, podsEvictedTotalMetric, map[string]string{"result": namespaceEvacuationLimitResult}), 1.0,
 		"the namespace limit refused requests every cycle; metrics:\n%s", evacuationMetrics(body))
 }
 
@@ -692,12 +694,12 @@ func TestDeschedulerEvacuationInProgressKeepsSlot(t *testing.T) {
 // once, not every cycle, although the webhook never annotates the pod.
 func TestDeschedulerEvacuationMarkerAfterWebhookPrefix(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-prefix")
+	ns := c.Namespace(t, "kep1397-prefix")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{messagePrefix: "[evacuator] "})
 	pod := c.evacuationPod(t, ns, "vm", "", true, false, neverConfirmed)
 
 	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second)
-	c.poll(t, "the descheduler to request the eviction of "+pod.Name, func(context.Context) (bool, error) {
+	c.Poll(t, "the descheduler to request the eviction of "+pod.Name, func(context.Context) (bool, error) {
 		return len(hook.requestsFor(pod.Name)) > 0, nil
 	})
 	c.waitCycles(t, d, time.Now(), 3)
@@ -705,8 +707,8 @@ func TestDeschedulerEvacuationMarkerAfterWebhookPrefix(t *testing.T) {
 	require.Len(t, hook.requestsFor(pod.Name), 1, "the eviction in background was requested again: the marker after the webhook's prefix was not recognised")
 	require.Empty(t, d.logLines("Error evicting pod"), "the answer was taken for an error")
 	body := c.deschedulerMetrics(t, d)
-	require.Equal(t, 1.0, metricSum(body, evacuationsTotalMetric, map[string]string{"result": "background"}), "metrics:\n%s", evacuationMetrics(body))
-	require.Zero(t, metricSum(body, evacuationsTotalMetric, map[string]string{"result": "error"}), "metrics:\n%s", evacuationMetrics(body))
+	require.Equal(t, 1.0, framework.MetricSum(body, evacuationsTotalMetric, map[string]string{"result": "background"}), "metrics:\n%s", evacuationMetrics(body))
+	require.Zero(t, framework.MetricSum(body, evacuationsTotalMetric, map[string]string{"result": "error"}), "metrics:\n%s", evacuationMetrics(body))
 }
 
 // TestDeschedulerEvacuationDryRun: with --dry-run no eviction request
@@ -715,7 +717,7 @@ func TestDeschedulerEvacuationMarkerAfterWebhookPrefix(t *testing.T) {
 // consider the namespace's pods).
 func TestDeschedulerEvacuationDryRun(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-dryrun")
+	ns := c.Namespace(t, "kep1397-dryrun")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	vm := c.evacuationPod(t, ns, "vm", "", true, false)
 	migrating := c.evacuationPod(t, ns, "migrating", "", true, true)
@@ -724,14 +726,14 @@ func TestDeschedulerEvacuationDryRun(t *testing.T) {
 	// Not a one-shot run: v0.36's dry run may find no node in its first
 	// cycle (its cached client is still being filled) and skip it.
 	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second, "--dry-run")
-	c.poll(t, "the dry run to evict the ordinary pod", func(context.Context) (bool, error) {
+	c.Poll(t, "the dry run to evict the ordinary pod", func(context.Context) (bool, error) {
 		return len(d.logLines("Evicted pod in dry run mode", fmt.Sprintf("pod=%q", ns+"/"+plain.Name))) > 0, nil
 	})
 	c.waitCycles(t, d, time.Now(), 2)
 	hook.requireNoErrors(t)
 	require.Empty(t, hook.requested(), "eviction requests reached the webhook in dry run")
 	for _, pod := range []*corev1.Pod{vm, migrating, plain} {
-		got, err := c.client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+		got, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
 		require.NoError(t, err, "pod %s went in dry run", pod.Name)
 		require.Equal(t, pod.UID, got.UID)
 	}
@@ -744,14 +746,14 @@ func TestDeschedulerEvacuationDryRun(t *testing.T) {
 // cycles.
 func TestDeschedulerEvacuationTwoProfiles(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-profiles")
+	ns := c.Namespace(t, "kep1397-profiles")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	for _, name := range []string{"vm-1", "vm-2"} {
 		c.evacuationPod(t, ns, name, "", true, false)
 	}
 
 	d := c.startDescheduler(t, deschedulerPolicy(ns, "", "first", "second"), time.Second)
-	c.poll(t, "the descheduler to request both evictions", func(context.Context) (bool, error) {
+	c.Poll(t, "the descheduler to request both evictions", func(context.Context) (bool, error) {
 		return len(hook.requested()) == 2, nil
 	})
 	c.waitCycles(t, d, time.Now(), 3)
@@ -759,32 +761,32 @@ func TestDeschedulerEvacuationTwoProfiles(t *testing.T) {
 	require.Equal(t, map[string]int{"vm-1": 1, "vm-2": 1}, hook.requested())
 
 	body := c.deschedulerMetrics(t, d)
-	require.Equal(t, 2.0, metricSum(body, evacuationsTotalMetric, nil), "metrics:\n%s", evacuationMetrics(body))
-	require.Equal(t, 2.0, metricSum(body, evacuationsTotalMetric, map[string]string{"result": "background", "profile": "first"}),
+	require.Equal(t, 2.0, framework.MetricSum(body, evacuationsTotalMetric, nil), "metrics:\n%s", evacuationMetrics(body))
+	require.Equal(t, 2.0, framework.MetricSum(body, evacuationsTotalMetric, map[string]string{"result": "background", "profile": "first"}),
 		"metrics:\n%s", evacuationMetrics(body))
-	require.Equal(t, 2.0, metricSum(body, evacuationsInProgressGauge, nil), "metrics:\n%s", evacuationMetrics(body))
+	require.Equal(t, 2.0, framework.MetricSum(body, evacuationsInProgressGauge, nil), "metrics:\n%s", evacuationMetrics(body))
 }
 
-// TestDeschedulerEvacuationGateOff: with EvictionsInBackground off the 429
+// TestDeschedulerEvacuationGateDisabled: with EvictionsInBackground off the 429
 // with the marker is an ordinary error, the pod is requested again every
 // cycle (v0.36), and no metric of evictions in background is exported; a
 // policy that sets the settings of evictions in background is refused at
 // start-up with an error naming the gate.
-func TestDeschedulerEvacuationGateOff(t *testing.T) {
+func TestDeschedulerEvacuationGateDisabled(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-gate-off")
+	ns := c.Namespace(t, "kep1397-gate-off")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	pod := c.evacuationPod(t, ns, "vm", "", true, false)
 	const gateOff = "--feature-gates=EvictionsInBackground=false"
 
 	d := c.startDescheduler(t, deschedulerPolicy(ns, ""), time.Second, gateOff)
-	c.poll(t, "3 eviction requests for "+pod.Name, func(context.Context) (bool, error) {
+	c.Poll(t, "3 eviction requests for "+pod.Name, func(context.Context) (bool, error) {
 		return len(hook.requestsFor(pod.Name)) >= 3, nil
 	})
 	hook.requireNoErrors(t)
 	require.NotEmpty(t, d.logLines("Error evicting pod", pod.Name), "the 429 was not reported as an error")
 	body := c.pollMetrics(t, d, "pods_evicted_total to count the errors", func(body string) bool {
-		return metricSum(body, podsEvictedTotalMetric, map[string]string{"result": "error"}) >= 1
+		return framework.MetricSum(body, podsEvictedTotalMetric, map[string]string{"result": "error"}) >= 1
 	})
 	require.NotContains(t, body, "descheduler_pod_evacuations", "metrics of evictions in background exported with the gate off:\n%s", evacuationMetrics(body))
 
@@ -814,9 +816,9 @@ func TestDeschedulerEvacuationGateOff(t *testing.T) {
 // request (confirmed by the webhook) fill the limit of 2 for good.
 func TestDeschedulerEvacuationOneShotRuns(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-oneshot")
+	ns := c.Namespace(t, "kep1397-oneshot")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
-	nodeA, nodeB := c.nodes[0].Name, c.nodes[1].Name
+	nodeA, nodeB := c.Nodes[0].Name, c.Nodes[1].Name
 	c.evacuationPod(t, ns, "migrating-a", nodeA, true, true)
 	c.evacuationPod(t, ns, "unconfirmed-a", nodeA, true, false, neverConfirmed)
 	c.evacuationPod(t, ns, "migrating-b", nodeB, true, true)
@@ -854,9 +856,9 @@ func TestDeschedulerEvacuationOneShotRuns(t *testing.T) {
 // upstream does, so it cannot show this.)
 func TestDeschedulerEvacuationNodeLimitStopsPlugin(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep1397-node-limit")
+	ns := c.Namespace(t, "kep1397-node-limit")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
-	nodeA, nodeB := c.nodes[0].Name, c.nodes[1].Name
+	nodeA, nodeB := c.Nodes[0].Name, c.Nodes[1].Name
 	for _, name := range []string{"running-1", "running-2"} {
 		c.evacuationPod(t, ns, name, nodeA, true, true)
 	}
@@ -886,7 +888,7 @@ profiles:
 `, profileName, ns, taint+"=true")
 
 	d := c.startDescheduler(t, policy, time.Second)
-	c.poll(t, "the descheduler to request the eviction of "+other.Name, func(context.Context) (bool, error) {
+	c.Poll(t, "the descheduler to request the eviction of "+other.Name, func(context.Context) (bool, error) {
 		return len(hook.requestsFor(other.Name)) > 0, nil
 	})
 	c.waitCycles(t, d, time.Now(), 3)
@@ -897,7 +899,7 @@ profiles:
 	// to a cycle already begun.
 	logged := len(d.logLines("Error evicting pod", "evacuations per node reached"))
 	body := c.deschedulerMetrics(t, d)
-	refused := metricSum(body, podsEvictedTotalMetric, map[string]string{"result": nodeEvacuationLimitResult})
+	refused := framework.MetricSum(body, podsEvictedTotalMetric, map[string]string{"result": nodeEvacuationLimitResult})
 	started := d.cyclesStarted()
 	assert.LessOrEqual(t, logged, started, "more refusals logged than cycles (%d): the plugin went on with node 0", started)
 	assert.GreaterOrEqual(t, refused, 1.0, "no refusal by the node limit counted; metrics:\n%s", evacuationMetrics(body))
@@ -909,12 +911,12 @@ func (c *cluster) taintNode(t *testing.T, name string, taint corev1.Taint) {
 	t.Helper()
 	update := func(edit func(node *corev1.Node)) error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			node, err := c.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			node, err := c.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			edit(node)
-			_, err = c.client.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
+			_, err = c.Client.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
 			return err
 		})
 	}

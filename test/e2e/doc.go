@@ -7,8 +7,14 @@
 // without a cluster. KUBE_GUARD_E2E_SCHEDULER_URL is the scheduler's secure
 // address, whose /metrics the local cluster serves without credentials.
 //
+// The helpers live in the importable package test/e2e/framework (Setup,
+// Cluster and its methods, metrics); this package adds its scenarios' own.
+//
 // The tests find out from the kube-apiserver's /metrics
 // (kubernetes_feature_enabled) whether DisruptionPolicyInPriorityClass is on,
-// and skip what does not apply: `make e2e` runs the suite once with the gate
-// on and once, on a restarted cluster, with it off.
+// and skip what does not apply (RequireGate). Convention: a test that needs
+// that gate off has a name ending in GateOff; `make e2e` runs the whole
+// suite on a cluster with the gates on, then only the tests matching
+// `GateOff$` on a cluster with DisruptionPolicyInPriorityClass off. No list
+// of tests is kept in a script.
 package e2e

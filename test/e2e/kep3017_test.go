@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"kube-guard/test/e2e/framework"
 )
 
 // TestKEP3017UnhealthyPodEvictionPolicy: a PDB whose budget is not healthy
@@ -20,7 +22,7 @@ import (
 // allows it with AlwaysAllow; healthy pods stay guarded in every case.
 func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 	c := setup(t)
-	ns := c.namespace(t, "kep3017")
+	ns := c.Namespace(t, "kep3017")
 	ifHealthy, alwaysAllow := policyv1.IfHealthyBudget, policyv1.AlwaysAllow
 	for _, tc := range []struct {
 		name          string
@@ -37,44 +39,44 @@ func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 			var pods []string
 			for i := range 3 {
 				name := fmt.Sprintf("%s-%d", app, i)
-				c.createPod(t, ns, name, map[string]string{"app": app}, podSpec("", resource.Quantity{}))
+				c.CreatePod(t, ns, name, map[string]string{"app": app}, framework.PodSpec("", resource.Quantity{}))
 				pods = append(pods, name)
 			}
 			for _, name := range pods {
-				c.waitPodRunningReady(t, ns, name)
+				c.WaitPodRunningReady(t, ns, name)
 			}
-			c.pdb(t, ns, app, app, 3, tc.policy)
-			c.waitPDB(t, ns, app, "three healthy pods", func(s policyv1.PodDisruptionBudgetStatus) bool {
+			c.PDB(t, ns, app, app, 3, tc.policy)
+			c.WaitPDB(t, ns, app, "three healthy pods", func(s policyv1.PodDisruptionBudgetStatus) bool {
 				return s.ExpectedPods == 3 && s.CurrentHealthy == 3
 			})
 
 			// Make one pod NotReady: the KWOK stage keeps it Running, not Ready.
 			unready, healthy := pods[0], pods[1]
-			_, err := c.client.CoreV1().Pods(ns).Patch(ctx, unready, types.MergePatchType,
-				[]byte(`{"metadata":{"labels":{"`+readyLabel+`":"false"}}}`), metav1.PatchOptions{})
+			_, err := c.Client.CoreV1().Pods(ns).Patch(ctx, unready, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"`+framework.ReadyLabel+`":"false"}}}`), metav1.PatchOptions{})
 			require.NoError(t, err)
-			c.poll(t, unready+" to be Running and not Ready", func(ctx context.Context) (bool, error) {
-				p, err := c.client.CoreV1().Pods(ns).Get(ctx, unready, metav1.GetOptions{})
+			c.Poll(t, unready+" to be Running and not Ready", func(ctx context.Context) (bool, error) {
+				p, err := c.Client.CoreV1().Pods(ns).Get(ctx, unready, metav1.GetOptions{})
 				if err != nil {
 					return false, err
 				}
-				return p.Status.Phase == corev1.PodRunning && podCondition(p, corev1.PodReady) == corev1.ConditionFalse, nil
+				return p.Status.Phase == corev1.PodRunning && framework.PodCondition(p, corev1.PodReady) == corev1.ConditionFalse, nil
 			})
-			c.waitPDB(t, ns, app, "the budget is unhealthy", func(s policyv1.PodDisruptionBudgetStatus) bool {
+			c.WaitPDB(t, ns, app, "the budget is unhealthy", func(s policyv1.PodDisruptionBudgetStatus) bool {
 				return s.CurrentHealthy == 2 && s.DesiredHealthy == 3 && s.DisruptionsAllowed == 0
 			})
 
 			err = c.evict(ns, unready)
 			if tc.evictsUnready {
 				require.NoError(t, err, "AlwaysAllow evicts the unready pod")
-				c.poll(t, unready+" to be gone", func(ctx context.Context) (bool, error) {
-					_, err := c.client.CoreV1().Pods(ns).Get(ctx, unready, metav1.GetOptions{})
+				c.Poll(t, unready+" to be gone", func(ctx context.Context) (bool, error) {
+					_, err := c.Client.CoreV1().Pods(ns).Get(ctx, unready, metav1.GetOptions{})
 					return apierrors.IsNotFound(err), nil
 				})
 			} else {
 				require.Error(t, err, "the eviction of the unready pod is refused")
 				require.True(t, apierrors.IsTooManyRequests(err), "429 Too Many Requests, got %v", err)
-				p, err := c.client.CoreV1().Pods(ns).Get(ctx, unready, metav1.GetOptions{})
+				p, err := c.Client.CoreV1().Pods(ns).Get(ctx, unready, metav1.GetOptions{})
 				require.NoError(t, err)
 				require.Nil(t, p.DeletionTimestamp, "the unready pod is not being deleted")
 			}
@@ -82,7 +84,7 @@ func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 			err = c.evict(ns, healthy)
 			require.Error(t, err, "the healthy pod stays guarded by the budget")
 			require.True(t, apierrors.IsTooManyRequests(err), "429 Too Many Requests, got %v", err)
-			p, err := c.client.CoreV1().Pods(ns).Get(ctx, healthy, metav1.GetOptions{})
+			p, err := c.Client.CoreV1().Pods(ns).Get(ctx, healthy, metav1.GetOptions{})
 			require.NoError(t, err)
 			require.Nil(t, p.DeletionTimestamp, "the healthy pod is not being deleted")
 		})
@@ -91,7 +93,7 @@ func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 
 // evict posts a policy/v1 Eviction for the pod.
 func (c *cluster) evict(ns, pod string) error {
-	return c.client.PolicyV1().Evictions(ns).Evict(context.Background(), &policyv1.Eviction{
+	return c.Client.PolicyV1().Evictions(ns).Evict(context.Background(), &policyv1.Eviction{
 		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns},
 	})
 }

@@ -12,6 +12,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"kube-guard/test/e2e/framework"
 )
 
 const (
@@ -31,19 +33,19 @@ type guarded struct {
 func (c *cluster) fillWithGuarded(t *testing.T, ns string) *guarded {
 	t.Helper()
 	ctx := context.Background()
-	pc := c.priorityClass(t, "protected", protectedValue, new(int32(threshold)))
-	replicas := int32(len(c.nodes))
-	c.deployment(t, ns, "guarded", replicas, podSpec(pc, c.nodeCPU))
-	c.pdb(t, ns, "guarded", "guarded", len(c.nodes), nil)
-	c.waitPDB(t, ns, "guarded", "all replicas healthy, no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
+	pc := c.PriorityClass(t, "protected", protectedValue, new(int32(threshold)))
+	replicas := int32(len(c.Nodes))
+	c.Deployment(t, ns, "guarded", replicas, framework.PodSpec(pc, c.NodeCPU))
+	c.PDB(t, ns, "guarded", "guarded", len(c.Nodes), nil)
+	c.WaitPDB(t, ns, "guarded", "all replicas healthy, no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
 		return s.CurrentHealthy == replicas && s.DisruptionsAllowed == 0
 	})
 	g := &guarded{ns: ns, deployment: "guarded", pdb: "guarded", pods: c.guardedPods(t, ns)}
-	require.Len(t, g.pods, len(c.nodes))
+	require.Len(t, g.pods, len(c.Nodes))
 	// The PriorityClass's threshold was copied into the pods by Priority admission (gate on only).
-	pod, err := c.client.CoreV1().Pods(ns).Get(ctx, g.pods[0], metav1.GetOptions{})
+	pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, g.pods[0], metav1.GetOptions{})
 	require.NoError(t, err)
-	if c.gateOn {
+	if c.GateOn {
 		require.NotNil(t, pod.Spec.AllowDisruptionByPriorityGreaterThanOrEqual)
 		require.EqualValues(t, threshold, *pod.Spec.AllowDisruptionByPriorityGreaterThanOrEqual)
 	}
@@ -53,7 +55,7 @@ func (c *cluster) fillWithGuarded(t *testing.T, ns string) *guarded {
 // guardedPods lists the names of the guarded pods that are not being deleted.
 func (c *cluster) guardedPods(t *testing.T, ns string) []string {
 	t.Helper()
-	pods, err := c.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=guarded"})
+	pods, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=guarded"})
 	require.NoError(t, err)
 	var names []string
 	for _, p := range pods.Items {
@@ -68,7 +70,7 @@ func (c *cluster) guardedPods(t *testing.T, ns string) []string {
 // waitScheduledPreemptor waits until the preemptor is bound and running.
 func (c *cluster) waitScheduledPreemptor(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
-	return c.waitPodRunningReady(t, ns, name)
+	return c.WaitPodRunningReady(t, ns, name)
 }
 
 // TestKEP3280ProtectedPreemption: with DisruptionPolicyInPriorityClass on, a
@@ -77,21 +79,21 @@ func (c *cluster) waitScheduledPreemptor(t *testing.T, ns, name string) *corev1.
 // preemptor preempts.
 func TestKEP3280ProtectedPreemption(t *testing.T) {
 	c := setup(t)
-	c.requireGate(t, true)
+	c.RequireGate(t, true)
 	ctx := context.Background()
-	ns := c.namespace(t, "kep3280")
+	ns := c.Namespace(t, "kep3280")
 	g := c.fillWithGuarded(t, ns)
-	below := c.priorityClass(t, "below-threshold", 500, nil)
-	atThreshold := c.priorityClass(t, "at-threshold", threshold, nil)
+	below := c.PriorityClass(t, "below-threshold", 500, nil)
+	atThreshold := c.PriorityClass(t, "at-threshold", threshold, nil)
 
 	t.Run("below the threshold the preemptor stays pending and nothing is disrupted", func(t *testing.T) {
-		rec := c.recordPods(t, ns, "app=guarded")
-		c.createPod(t, ns, "preemptor-below", nil, podSpec(below, c.nodeCPU))
-		wantPDB := fmt.Sprintf("%s/%s", ns, g.pdb)
+		rec := c.RecordPods(t, ns, "app=guarded")
+		c.CreatePod(t, ns, "preemptor-below", nil, framework.PodSpec(below, c.NodeCPU))
+		wantPDB := fmt.Sprintf("%s/%s", ns, g.PDB)
 		wantThreshold := fmt.Sprintf("allowDisruptionByPriorityGreaterThanOrEqual=%d", threshold)
 		var event string
-		c.poll(t, "a PreemptionBlocked event on the preemptor", func(ctx context.Context) (bool, error) {
-			evs, err := c.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=preemptor-below"})
+		c.Poll(t, "a PreemptionBlocked event on the preemptor", func(ctx context.Context) (bool, error) {
+			evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=preemptor-below"})
 			if err != nil {
 				return false, err
 			}
@@ -107,8 +109,8 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 		require.Contains(t, event, wantPDB)
 		require.Contains(t, event, wantThreshold)
 		var msg string
-		c.poll(t, "the preemptor's PodScheduled=False condition naming the protected PDB", func(ctx context.Context) (bool, error) {
-			p, err := c.client.CoreV1().Pods(ns).Get(ctx, "preemptor-below", metav1.GetOptions{})
+		c.Poll(t, "the preemptor's PodScheduled=False condition naming the protected PDB", func(ctx context.Context) (bool, error) {
+			p, err := c.Client.CoreV1().Pods(ns).Get(ctx, "preemptor-below", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -121,54 +123,54 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 			return false, nil
 		})
 		t.Logf("PodScheduled: %s", msg)
-		p, err := c.client.CoreV1().Pods(ns).Get(ctx, "preemptor-below", metav1.GetOptions{})
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, "preemptor-below", metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Empty(t, p.Spec.NodeName, "the preemptor below the threshold is not bound")
 		require.Empty(t, p.Status.NominatedNodeName, "no node is nominated for it")
 		require.Equal(t, g.pods, c.guardedPods(t, ns), "no guarded pod was replaced")
-		require.Empty(t, rec.preemptedPods(), "no guarded pod got a DisruptionTarget condition")
-		require.Empty(t, rec.deletedPods(), "no guarded pod was deleted")
-		c.waitPDB(t, ns, g.pdb, "still all healthy", func(s policyv1.PodDisruptionBudgetStatus) bool {
-			return s.CurrentHealthy == int32(len(c.nodes))
+		require.Empty(t, rec.PreemptedPods(), "no guarded pod got a DisruptionTarget condition")
+		require.Empty(t, rec.DeletedPods(), "no guarded pod was deleted")
+		c.WaitPDB(t, ns, g.PDB, "still all healthy", func(s policyv1.PodDisruptionBudgetStatus) bool {
+			return s.CurrentHealthy == int32(len(c.Nodes))
 		})
-		c.deletePod(t, ns, "preemptor-below")
+		c.DeletePod(t, ns, "preemptor-below")
 	})
 
 	t.Run("below the threshold a victim is evicted when the budget allows it", func(t *testing.T) {
-		n := len(c.nodes)
-		c.setMinAvailable(t, ns, g.pdb, n-1)
-		c.waitPDB(t, ns, g.pdb, "one disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		n := len(c.Nodes)
+		c.setMinAvailable(t, ns, g.PDB, n-1)
+		c.WaitPDB(t, ns, g.PDB, "one disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
 			return s.DisruptionsAllowed == 1
 		})
-		disrupted := c.recordDisruptedPods(t, ns, g.pdb)
-		rec := c.recordPods(t, ns, "app=guarded")
-		c.createPod(t, ns, "preemptor-budget", nil, podSpec(below, c.nodeCPU))
+		disrupted := c.recordDisruptedPods(t, ns, g.PDB)
+		rec := c.RecordPods(t, ns, "app=guarded")
+		c.CreatePod(t, ns, "preemptor-budget", nil, framework.PodSpec(below, c.NodeCPU))
 		c.waitScheduledPreemptor(t, ns, "preemptor-budget")
-		c.poll(t, "the victim to be gone", func(ctx context.Context) (bool, error) {
-			return len(rec.deletedPods()) == 1, nil
+		c.Poll(t, "the victim to be gone", func(ctx context.Context) (bool, error) {
+			return len(rec.DeletedPods()) == 1, nil
 		})
-		victims := rec.deletedPods()
-		require.Equal(t, victims, rec.preemptedPods(), "the victim carried DisruptionTarget PreemptionByScheduler")
-		c.poll(t, "the PDB's status.disruptedPods to have listed the victim (it went through the eviction API)", func(ctx context.Context) (bool, error) {
+		victims := rec.DeletedPods()
+		require.Equal(t, victims, rec.PreemptedPods(), "the victim carried DisruptionTarget PreemptionByScheduler")
+		c.Poll(t, "the PDB's status.disruptedPods to have listed the victim (it went through the eviction API)", func(ctx context.Context) (bool, error) {
 			return disrupted.seen(victims[0]), nil
 		})
 		// Free the node again for the next case: the Deployment's replacement takes it.
-		c.deletePod(t, ns, "preemptor-budget")
-		c.setMinAvailable(t, ns, g.pdb, n)
-		c.waitPDB(t, ns, g.pdb, "all healthy again, no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		c.DeletePod(t, ns, "preemptor-budget")
+		c.setMinAvailable(t, ns, g.PDB, n)
+		c.WaitPDB(t, ns, g.PDB, "all healthy again, no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
 			return s.CurrentHealthy == int32(n) && s.DisruptionsAllowed == 0
 		})
 	})
 
 	t.Run("at the threshold the preemptor preempts", func(t *testing.T) {
-		rec := c.recordPods(t, ns, "app=guarded")
-		c.createPod(t, ns, "preemptor-at", nil, podSpec(atThreshold, c.nodeCPU))
+		rec := c.RecordPods(t, ns, "app=guarded")
+		c.CreatePod(t, ns, "preemptor-at", nil, framework.PodSpec(atThreshold, c.NodeCPU))
 		pod := c.waitScheduledPreemptor(t, ns, "preemptor-at")
-		c.poll(t, "a victim to be gone", func(ctx context.Context) (bool, error) {
-			return len(rec.deletedPods()) >= 1, nil
+		c.Poll(t, "a victim to be gone", func(ctx context.Context) (bool, error) {
+			return len(rec.DeletedPods()) >= 1, nil
 		})
-		require.Subset(t, rec.preemptedPods(), rec.deletedPods(), "every victim carried DisruptionTarget PreemptionByScheduler")
-		t.Logf("preemptor on %s, victims %v", pod.Spec.NodeName, rec.deletedPods())
+		require.Subset(t, rec.PreemptedPods(), rec.DeletedPods(), "every victim carried DisruptionTarget PreemptionByScheduler")
+		t.Logf("preemptor on %s, victims %v", pod.Spec.NodeName, rec.DeletedPods())
 	})
 }
 
@@ -176,19 +178,19 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 // upstream's: a preemptor below the threshold preempts and breaks the PDB.
 func TestKEP3280GateOff(t *testing.T) {
 	c := setup(t)
-	c.requireGate(t, false)
-	ns := c.namespace(t, "kep3280-off")
+	c.RequireGate(t, false)
+	ns := c.Namespace(t, "kep3280-off")
 	g := c.fillWithGuarded(t, ns)
-	below := c.priorityClass(t, "below-threshold", 500, nil)
-	rec := c.recordPods(t, ns, "app=guarded")
-	c.createPod(t, ns, "preemptor-below", nil, podSpec(below, c.nodeCPU))
+	below := c.PriorityClass(t, "below-threshold", 500, nil)
+	rec := c.RecordPods(t, ns, "app=guarded")
+	c.CreatePod(t, ns, "preemptor-below", nil, framework.PodSpec(below, c.NodeCPU))
 	c.waitScheduledPreemptor(t, ns, "preemptor-below")
-	c.poll(t, "the victim to be gone", func(ctx context.Context) (bool, error) {
-		return len(rec.deletedPods()) == 1, nil
+	c.Poll(t, "the victim to be gone", func(ctx context.Context) (bool, error) {
+		return len(rec.DeletedPods()) == 1, nil
 	})
-	require.Equal(t, rec.deletedPods(), rec.preemptedPods(), "the victim carried DisruptionTarget PreemptionByScheduler")
-	n := int32(len(c.nodes))
-	c.waitPDB(t, ns, g.pdb, "the budget is violated: fewer healthy pods than minAvailable", func(s policyv1.PodDisruptionBudgetStatus) bool {
+	require.Equal(t, rec.DeletedPods(), rec.PreemptedPods(), "the victim carried DisruptionTarget PreemptionByScheduler")
+	n := int32(len(c.Nodes))
+	c.WaitPDB(t, ns, g.PDB, "the budget is violated: fewer healthy pods than minAvailable", func(s policyv1.PodDisruptionBudgetStatus) bool {
 		return s.CurrentHealthy == n-1 && s.DesiredHealthy == n && s.DisruptionsAllowed == 0
 	})
 }
@@ -196,7 +198,7 @@ func TestKEP3280GateOff(t *testing.T) {
 func (c *cluster) setMinAvailable(t *testing.T, ns, name string, n int) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"minAvailable":%d}}`, n)
-	_, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
@@ -210,7 +212,7 @@ type disruptedRecorder struct {
 func (c *cluster) recordDisruptedPods(t *testing.T, ns, name string) *disruptedRecorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	w, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	require.NoError(t, err)
 	r := &disruptedRecorder{seenCh: make(chan string, 100), seenM: map[string]bool{}}
 	go func() {

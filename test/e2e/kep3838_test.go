@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kube-guard/test/e2e/framework"
 )
 
 // TestKEP3838MutableSchedulingDirectives: the scheduling directives of a
@@ -18,28 +20,28 @@ import (
 func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 	c := setup(t)
 	ctx := context.Background()
-	ns := c.namespace(t, "kep3838")
-	target := len(c.nodes) - 1
+	ns := c.Namespace(t, "kep3838")
+	target := len(c.Nodes) - 1
 	targetIndex := fmt.Sprint(target)
 	zone := fmt.Sprintf("zone-%d", target%2)
 	var targetNode string
-	for _, n := range c.nodes {
-		if n.Labels[nodeIndexLabel] == targetIndex {
+	for _, n := range c.Nodes {
+		if n.Labels[framework.NodeIndexLabel] == targetIndex {
 			targetNode = n.Name
 		}
 	}
-	require.NotEmpty(t, targetNode, "a node labelled %s=%s", nodeIndexLabel, targetIndex)
+	require.NotEmpty(t, targetNode, "a node labelled %s=%s", framework.NodeIndexLabel, targetIndex)
 
-	spec := podSpec("", resource.Quantity{})
+	spec := framework.PodSpec("", resource.Quantity{})
 	spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kube-guard.io/e2e"}}
 	spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}},
 		}}},
 	}}
-	c.createPod(t, ns, "gated", nil, spec)
+	c.CreatePod(t, ns, "gated", nil, spec)
 
-	pods := c.client.CoreV1().Pods(ns)
+	pods := c.Client.CoreV1().Pods(ns)
 	update := func(name string, mutate func(*corev1.Pod)) error {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -80,12 +82,12 @@ func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 	})
 	t.Run("changing a nodeSelector entry of a gated pod is rejected", func(t *testing.T) {
 		requireInvalid(t, update("gated", func(p *corev1.Pod) {
-			p.Spec.NodeSelector[nodeIndexLabel] = fmt.Sprint((target + 1) % 10)
+			p.Spec.NodeSelector[framework.NodeIndexLabel] = fmt.Sprint((target + 1) % 10)
 		}))
 	})
 	t.Run("adding a nodeSelector to a pod without gates is rejected", func(t *testing.T) {
-		c.createPod(t, ns, "ungated", nil, podSpec("", resource.Quantity{}))
-		c.waitPodRunningReady(t, ns, "ungated")
+		c.CreatePod(t, ns, "ungated", nil, framework.PodSpec("", resource.Quantity{}))
+		c.WaitPodRunningReady(t, ns, "ungated")
 		requireInvalid(t, update("ungated", func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{nodeIndexLabel: targetIndex}
 		}))
@@ -95,7 +97,7 @@ func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, p.Spec.NodeName, "a gated pod is not scheduled")
 		require.NoError(t, update("gated", func(p *corev1.Pod) { p.Spec.SchedulingGates = nil }))
-		p = c.waitPodRunningReady(t, ns, "gated")
+		p = c.WaitPodRunningReady(t, ns, "gated")
 		require.Equal(t, targetNode, p.Spec.NodeName)
 	})
 }

@@ -14,12 +14,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"kube-guard/test/util/pins"
 )
 
 var (
 	realRepo string // this repository
 	scratch  string // a copy of its scripts, with its own _output/
 	tree     string // scratch's materialised kubernetes tree
+	kube     pins.Component
+	desched  pins.Component
 )
 
 func TestMain(m *testing.M) {
@@ -32,6 +36,12 @@ func run(m *testing.M) int {
 		panic(err)
 	}
 	realRepo = strings.TrimSpace(string(out))
+	if kube, err = pins.Load(realRepo, "kubernetes"); err != nil {
+		panic(err)
+	}
+	if desched, err = pins.Load(realRepo, "descheduler"); err != nil {
+		panic(err)
+	}
 	dir, err := os.MkdirTemp("", "pipeline-test-")
 	if err != nil {
 		panic(err)
@@ -143,13 +153,13 @@ func appendLine(t *testing.T, rel, line string) {
 func TestMaterializeEmptySeries(t *testing.T) {
 	out := mustScript(t, "apply.sh")
 	require.Contains(t, out, "applying 0 patches")
-	require.Equal(t, git(t, "rev-parse", "base/v1.37.1^{commit}"), git(t, "rev-parse", "HEAD"), "an empty series leaves the tree at base")
-	require.Equal(t, git(t, "rev-parse", "upstream/v1.37.1^{commit}"), git(t, "rev-parse", "base/v1.37.1^"), "base sits directly on the untouched upstream import")
+	require.Equal(t, git(t, "rev-parse", kube.BaseTag()+"^{commit}"), git(t, "rev-parse", "HEAD"), "an empty series leaves the tree at base")
+	require.Equal(t, git(t, "rev-parse", kube.UpstreamTag()+"^{commit}"), git(t, "rev-parse", kube.BaseTag()+"^"), "base sits directly on the untouched upstream import")
 	// The import is reproducible: the same commits as the developer's tree, when there is one.
 	if realTree := filepath.Join(realRepo, "_output", "src", "kubernetes"); dirExists(realTree) {
-		real, err := exec.Command("git", "-C", realTree, "rev-parse", "upstream/v1.37.1^{commit}").Output()
+		real, err := exec.Command("git", "-C", realTree, "rev-parse", kube.UpstreamTag()+"^{commit}").Output()
 		require.NoError(t, err)
-		require.Equal(t, strings.TrimSpace(string(real)), git(t, "rev-parse", "upstream/v1.37.1^{commit}"))
+		require.Equal(t, strings.TrimSpace(string(real)), git(t, "rev-parse", kube.UpstreamTag()+"^{commit}"))
 	}
 	// Staging modules are in place, vendor/ is gone, scripts are executable.
 	require.FileExists(t, filepath.Join(tree, "staging", "src", "k8s.io", "api", "go.mod"))
@@ -236,7 +246,7 @@ diff --git a/staging/src/k8s.io/api/scheduling/v1/types.go b/staging/src/k8s.io/
 
 	out, err := script(t, nil, "apply.sh")
 	require.Error(t, err, "a patch that does not apply must fail the apply:\n%s", out)
-	require.Contains(t, out, "patches/kubernetes/0003-conflicting-change.patch does not apply to base/v1.37.1")
+	require.Contains(t, out, "patches/kubernetes/0003-conflicting-change.patch does not apply to "+kube.BaseTag())
 	require.Contains(t, out, "staging/src/k8s.io/api/scheduling/v1/types.go")
 	// The patches before it are applied; no am session is left behind.
 	require.Equal(t, "api: second test change", git(t, "log", "-1", "--format=%s"))
@@ -281,19 +291,19 @@ func TestDeschedulerComponent(t *testing.T) {
 
 	out := mustScript(t, "apply.sh", "descheduler")
 	require.Contains(t, out, "applying 0 patches from patches/descheduler")
-	require.Equal(t, dgit("rev-parse", "base/v0.36.0^{commit}"), dgit("rev-parse", "HEAD"), "an empty series leaves the tree at base")
-	require.Equal(t, dgit("rev-parse", "upstream/v0.36.0^{commit}"), dgit("rev-parse", "base/v0.36.0^"))
+	require.Equal(t, dgit("rev-parse", desched.BaseTag()+"^{commit}"), dgit("rev-parse", "HEAD"), "an empty series leaves the tree at base")
+	require.Equal(t, dgit("rev-parse", desched.UpstreamTag()+"^{commit}"), dgit("rev-parse", desched.BaseTag()+"^"))
 	if realTree := filepath.Join(realRepo, "_output", "src", "descheduler"); dirExists(realTree) {
-		real, err := exec.Command("git", "-C", realTree, "rev-parse", "base/v0.36.0^{commit}").Output()
+		real, err := exec.Command("git", "-C", realTree, "rev-parse", desched.BaseTag()+"^{commit}").Output()
 		require.NoError(t, err)
-		require.Equal(t, strings.TrimSpace(string(real)), dgit("rev-parse", "base/v0.36.0^{commit}"), "the import and base are reproducible")
+		require.Equal(t, strings.TrimSpace(string(real)), dgit("rev-parse", desched.BaseTag()+"^{commit}"), "the import and base are reproducible")
 	}
-	upstreamMod := dgit("show", "upstream/v0.36.0:go.mod")
-	require.Contains(t, upstreamMod, "\tk8s.io/api v0.36.")
-	baseMod := dgit("show", "base/v0.36.0:go.mod")
+	upstreamMod := dgit("show", desched.UpstreamTag()+":go.mod")
+	require.Regexp(t, `(?m)^\tk8s\.io/api v0\.\d+\.\d+$`, upstreamMod, "upstream requires released staging modules")
+	baseMod := dgit("show", desched.BaseTag()+":go.mod")
 	for _, m := range []string{"api", "apimachinery", "client-go", "component-base"} {
 		require.Contains(t, baseMod, "k8s.io/"+m+" => ../kubernetes/staging/src/k8s.io/"+m+"\n", "base replaces k8s.io/%s with the patched tree", m)
-		require.Contains(t, baseMod, "\tk8s.io/"+m+" v0.37.1\n")
+		require.Contains(t, baseMod, "\tk8s.io/"+m+" "+kube.StagingVersion+"\n")
 	}
 	require.Regexp(t, `(?m)^replace k8s\.io/kube-openapi => k8s\.io/kube-openapi v0\.0\.0-\d{14}-[0-9a-f]{12}$`, baseMod)
 	out = mustScript(t, "materialize.sh", "descheduler")

@@ -37,9 +37,10 @@ const throwawayCodegen = `#!/usr/bin/env bash
 # Usage: codegen.sh [all|exports]...
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../hack/lib/init.sh"
+ALL_STEPS=(exports)
 component::load uuid
 for s in "${@:-all}"; do
-  [[ "${s}" == all || "${s}" == exports ]] || fatal "unknown step '${s}': one of all exports"
+  [[ "${s}" == all || " ${ALL_STEPS[*]} " == *" ${s} "* ]] || fatal "unknown step '${s}': one of all ${ALL_STEPS[*]}"
 done
 cd "${COMPONENT_TREE}"
 [[ -f zz_generated.exports.txt ]] || exit 0
@@ -312,4 +313,45 @@ func TestRebaseDropsWhatUpstreamMerged(t *testing.T) {
 	require.Contains(t, out, "dropped (upstream v1.6.0 already has them): 0001-uuid-add-the-Max-UUID.patch")
 	r.requireRebased(t, 1)
 	require.Equal(t, []string{"0001-doc-kept.patch"}, r.patchNames(t), "the series is renumbered without the dropped patch")
+}
+
+// TestThrowawayComponentThroughEveryScript: a component is data. The
+// throwaway component, added as a folder under build/ and nothing else, goes
+// through the generic scripts: verify (series, export, gofmt, trailers,
+// codegen), upstream's tests of the packages its series touches, and the
+// build (it declares no binaries).
+func TestThrowawayComponentThroughEveryScript(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.addFunc(t, "min.go", "Min")
+	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+	r.export(t)
+
+	// The checks about this repository's own files need its git checkout.
+	skip := []string{"SKIP_VERIFY=shellcheck versions docs"}
+	out, err := r.run(t, skip, "verify.sh", throwaway)
+	require.NoError(t, err, out)
+	for _, check := range []string{"series", "export", "gofmt", "trailers", "codegen"} {
+		require.Contains(t, out, "verify "+check+": ok")
+	}
+	require.Contains(t, out, "verify staging-overrides: not applicable")
+
+	// A generated file left stale is caught by the codegen check.
+	r.write(t, "zz_generated.exports.txt", "Stale\n")
+	r.commit(t, "uuid: a stale generated file", "Rebase-Policy: carry", "Regenerate: exports")
+	r.export(t)
+	out, err = r.run(t, skip, "verify.sh", throwaway)
+	require.Error(t, err, out)
+	require.Contains(t, out, "verify codegen: FAILED")
+	require.Equal(t, "Stale\n", r.read(t, "zz_generated.exports.txt"), "verify leaves the tree as it was")
+
+	out, err = r.run(t, []string{"TEST_UPSTREAM_COMPONENTS=" + throwaway}, "test-upstream.sh", "--list")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "uuid unit ./.")
+	out, err = r.run(t, []string{"TEST_UPSTREAM_COMPONENTS=" + throwaway}, "test-upstream.sh", "-run", "TestNew$")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "uuid: upstream unit tests of 1 touched packages")
+
+	out, err = r.run(t, nil, "build.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "uuid: no BINARIES to build")
 }

@@ -1,4 +1,8 @@
-package e2e
+// Package framework is the end-to-end suite's access to the cluster under
+// test (test/e2e): the local cluster of the patched control plane with KWOK
+// nodes that `make e2e` brings up. Tests get it with Setup, which skips the
+// test, saying why, when no cluster is configured.
+package framework
 
 import (
 	"context"
@@ -35,43 +39,51 @@ import (
 )
 
 const (
-	// readyLabel set to "false" keeps a pod Running but not Ready (build/local/kwok-stages.yaml).
-	readyLabel = "kube-guard.io/ready"
-	// nodeIndexLabel is the index every KWOK node of the local cluster carries.
-	nodeIndexLabel = "kube-guard.io/node-index"
-	gateName       = "DisruptionPolicyInPriorityClass"
-	pollInterval   = 250 * time.Millisecond
-	waitTimeout    = 90 * time.Second
+	// ReadyLabel set to "false" keeps a pod Running but not Ready (build/local/kwok-stages.yaml).
+	ReadyLabel = "kube-guard.io/ready"
+	// NodeIndexLabel is the index every KWOK node of the local cluster carries.
+	NodeIndexLabel = "kube-guard.io/node-index"
+	GateName       = "DisruptionPolicyInPriorityClass"
+	PollInterval   = 250 * time.Millisecond
+	WaitTimeout    = 90 * time.Second
 )
 
-// cluster is the local cluster under test.
-type cluster struct {
-	client       kubernetes.Interface
-	schedulerURL string
-	nodes        []corev1.Node
-	nodeCPU      resource.Quantity
-	gateOn       bool
+// Cluster is the local cluster under test.
+type Cluster struct {
+	Client       kubernetes.Interface
+	SchedulerURL string
+	Nodes        []corev1.Node
+	NodeCPU      resource.Quantity
+	GateOn       bool
 }
 
 var (
 	clusterOnce sync.Once
-	theCluster  *cluster
+	theCluster  *Cluster
 	clusterErr  error
 )
 
-// setup skips the test without a configured cluster and returns the cluster.
-func setup(t *testing.T) *cluster {
-	t.Helper()
-	kubeconfig := os.Getenv("KUBE_GUARD_E2E_KUBECONFIG")
-	if kubeconfig == "" {
-		t.Skip("KUBE_GUARD_E2E_KUBECONFIG is not set: no local cluster (run `make e2e`)")
+// SkipReason is why the end-to-end tests cannot run here, or "" when a
+// cluster is configured.
+func SkipReason() string {
+	if os.Getenv("KUBE_GUARD_E2E_KUBECONFIG") == "" {
+		return "KUBE_GUARD_E2E_KUBECONFIG is not set, so there is no cluster to test: `make e2e` brings up a local cluster, runs the suite with the gates on and off, and brings it down"
 	}
-	clusterOnce.Do(func() { theCluster, clusterErr = connect(kubeconfig) })
+	return ""
+}
+
+// Setup skips the test without a configured cluster and returns the cluster.
+func Setup(t *testing.T) *Cluster {
+	t.Helper()
+	if reason := SkipReason(); reason != "" {
+		t.Skip(reason)
+	}
+	clusterOnce.Do(func() { theCluster, clusterErr = connect(os.Getenv("KUBE_GUARD_E2E_KUBECONFIG")) })
 	require.NoError(t, clusterErr)
 	return theCluster
 }
 
-func connect(kubeconfig string) (*cluster, error) {
+func connect(kubeconfig string) (*Cluster, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -90,52 +102,52 @@ func connect(kubeconfig string) (*cluster, error) {
 	if len(nodes.Items) == 0 {
 		return nil, fmt.Errorf("the cluster has no KWOK nodes")
 	}
-	c := &cluster{client: client, schedulerURL: os.Getenv("KUBE_GUARD_E2E_SCHEDULER_URL"), nodes: nodes.Items}
-	c.nodeCPU = nodes.Items[0].Status.Allocatable[corev1.ResourceCPU]
+	c := &Cluster{Client: client, SchedulerURL: os.Getenv("KUBE_GUARD_E2E_SCHEDULER_URL"), Nodes: nodes.Items}
+	c.NodeCPU = nodes.Items[0].Status.Allocatable[corev1.ResourceCPU]
 	for _, n := range nodes.Items {
-		if cpu := n.Status.Allocatable[corev1.ResourceCPU]; cpu.Cmp(c.nodeCPU) != 0 {
-			return nil, fmt.Errorf("node %s has %s CPUs, %s has %s: the tests want equal nodes", n.Name, cpu.String(), nodes.Items[0].Name, c.nodeCPU.String())
+		if cpu := n.Status.Allocatable[corev1.ResourceCPU]; cpu.Cmp(c.NodeCPU) != 0 {
+			return nil, fmt.Errorf("node %s has %s CPUs, %s has %s: the tests want equal nodes", n.Name, cpu.String(), nodes.Items[0].Name, c.NodeCPU.String())
 		}
 	}
 	metrics, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kube-apiserver's /metrics: %w", err)
 	}
-	re := regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="` + gateName + `"[^}]*\} 1$`)
-	c.gateOn = re.Match(metrics)
+	re := regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="` + GateName + `"[^}]*\} 1$`)
+	c.GateOn = re.Match(metrics)
 	return c, nil
 }
 
 // requireGate skips the test unless DisruptionPolicyInPriorityClass is on (want=true) or off.
-func (c *cluster) requireGate(t *testing.T, want bool) {
+func (c *Cluster) RequireGate(t *testing.T, want bool) {
 	t.Helper()
-	if c.gateOn != want {
-		t.Skipf("the cluster runs with %s=%t; this test wants %t (make e2e runs both)", gateName, c.gateOn, want)
+	if c.GateOn != want {
+		t.Skipf("the cluster runs with %s=%t; this test wants %t (make e2e runs both)", GateName, c.GateOn, want)
 	}
 }
 
 // namespace creates a namespace for the test and deletes it, waiting until
 // it is gone, at cleanup, so that the next test finds the nodes empty.
-func (c *cluster) namespace(t *testing.T, prefix string) string {
+func (c *Cluster) Namespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
-	ns, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+	ns, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + rand.String(5)},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// Pods are admitted only once the namespace's default ServiceAccount exists.
-	c.poll(t, "the default ServiceAccount of "+ns.Name, func(ctx context.Context) (bool, error) {
-		_, err := c.client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+	c.Poll(t, "the default ServiceAccount of "+ns.Name, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
 	t.Cleanup(func() {
 		ctx := context.Background()
-		if err := c.client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting namespace %s: %v", ns.Name, err)
 			return
 		}
-		err := wait.PollUntilContextTimeout(ctx, pollInterval, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := c.client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+		err := wait.PollUntilContextTimeout(ctx, PollInterval, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := c.Client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
@@ -146,30 +158,30 @@ func (c *cluster) namespace(t *testing.T, prefix string) string {
 }
 
 // priorityClass creates a PriorityClass (with a threshold unless nil) and deletes it at cleanup.
-func (c *cluster) priorityClass(t *testing.T, name string, value int32, threshold *int32) string {
+func (c *Cluster) PriorityClass(t *testing.T, name string, value int32, threshold *int32) string {
 	t.Helper()
 	ctx := context.Background()
 	name = name + "-" + rand.String(5)
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
 		AllowDisruptionByPriorityGreaterThanOrEqual: threshold}
-	_, err := c.client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+	_, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = c.client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = c.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
 }
 
-// poll waits, up to waitTimeout, until cond is true, failing the test otherwise.
-func (c *cluster) poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+// poll waits, up to WaitTimeout, until cond is true, failing the test otherwise.
+func (c *Cluster) Poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, cond); err != nil {
+	if err := wait.PollUntilContextTimeout(context.Background(), PollInterval, WaitTimeout, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
-// podSpec is a pod of one container asking for cpu (none when zero).
-func podSpec(priorityClass string, cpu resource.Quantity) corev1.PodSpec {
+// PodSpec is a pod of one container asking for cpu (none when zero).
+func PodSpec(priorityClass string, cpu resource.Quantity) corev1.PodSpec {
 	ctr := corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"}
 	if !cpu.IsZero() {
 		ctr.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: cpu}
@@ -182,9 +194,9 @@ func podSpec(priorityClass string, cpu resource.Quantity) corev1.PodSpec {
 }
 
 // createPod creates a pod and returns it.
-func (c *cluster) createPod(t *testing.T, ns, name string, labels map[string]string, spec corev1.PodSpec) *corev1.Pod {
+func (c *Cluster) CreatePod(t *testing.T, ns, name string, labels map[string]string, spec corev1.PodSpec) *corev1.Pod {
 	t.Helper()
-	pod, err := c.client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+	pod, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: spec,
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -193,10 +205,10 @@ func (c *cluster) createPod(t *testing.T, ns, name string, labels map[string]str
 
 // deployment creates a Deployment of replicas pods labelled app=<name> with
 // spec, and waits until all of them are updated and Ready.
-func (c *cluster) deployment(t *testing.T, ns, name string, replicas int32, spec corev1.PodSpec) {
+func (c *Cluster) Deployment(t *testing.T, ns, name string, replicas int32, spec corev1.PodSpec) {
 	t.Helper()
 	labels := map[string]string{"app": name}
-	_, err := c.client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
+	_, err := c.Client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
@@ -205,8 +217,8 @@ func (c *cluster) deployment(t *testing.T, ns, name string, replicas int32, spec
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	c.poll(t, "the "+name+" Deployment to be available", func(ctx context.Context) (bool, error) {
-		d, err := c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	c.Poll(t, "the "+name+" Deployment to be available", func(ctx context.Context) (bool, error) {
+		d, err := c.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -215,34 +227,34 @@ func (c *cluster) deployment(t *testing.T, ns, name string, replicas int32, spec
 }
 
 // deletePod deletes a pod and waits until it is gone.
-func (c *cluster) deletePod(t *testing.T, ns, name string) {
+func (c *Cluster) DeletePod(t *testing.T, ns, name string) {
 	t.Helper()
-	err := c.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	err := c.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		require.NoError(t, err)
 	}
-	c.poll(t, "pod "+ns+"/"+name+" to be gone", func(ctx context.Context) (bool, error) {
-		_, err := c.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	c.Poll(t, "pod "+ns+"/"+name+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 }
 
 // waitPodRunningReady waits until the pod is bound, Running and Ready, and returns it.
-func (c *cluster) waitPodRunningReady(t *testing.T, ns, name string) *corev1.Pod {
+func (c *Cluster) WaitPodRunningReady(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	c.poll(t, "pod "+ns+"/"+name+" to run and be Ready", func(ctx context.Context) (bool, error) {
-		p, err := c.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	c.Poll(t, "pod "+ns+"/"+name+" to run and be Ready", func(ctx context.Context) (bool, error) {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		pod = p
-		return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && podCondition(p, corev1.PodReady) == corev1.ConditionTrue, nil
+		return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && PodCondition(p, corev1.PodReady) == corev1.ConditionTrue, nil
 	})
 	return pod
 }
 
-func podCondition(pod *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
+func PodCondition(pod *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == typ {
 			return cond.Status
@@ -252,7 +264,7 @@ func podCondition(pod *corev1.Pod, typ corev1.PodConditionType) corev1.Condition
 }
 
 // preemptedByScheduler: the pod carries DisruptionTarget=True with reason PreemptionByScheduler.
-func preemptedByScheduler(pod *corev1.Pod) bool {
+func PreemptedByScheduler(pod *corev1.Pod) bool {
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == corev1.DisruptionTarget && cond.Status == corev1.ConditionTrue && cond.Reason == corev1.PodReasonPreemptionByScheduler {
 			return true
@@ -262,10 +274,10 @@ func preemptedByScheduler(pod *corev1.Pod) bool {
 }
 
 // pdb creates a policy/v1 PodDisruptionBudget on the pods with label app=<app>.
-func (c *cluster) pdb(t *testing.T, ns, name, app string, minAvailable int, policy *policyv1.UnhealthyPodEvictionPolicyType) {
+func (c *Cluster) PDB(t *testing.T, ns, name, app string, minAvailable int, policy *policyv1.UnhealthyPodEvictionPolicyType) {
 	t.Helper()
 	minAv := intstr.FromInt32(int32(minAvailable))
-	_, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Create(context.Background(), &policyv1.PodDisruptionBudget{
+	_, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Create(context.Background(), &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable:               &minAv,
@@ -278,11 +290,11 @@ func (c *cluster) pdb(t *testing.T, ns, name, app string, minAvailable int, poli
 
 // waitPDB waits until the disruption controller has observed the PDB's
 // current generation and its status satisfies ok.
-func (c *cluster) waitPDB(t *testing.T, ns, name, what string, ok func(s policyv1.PodDisruptionBudgetStatus) bool) {
+func (c *Cluster) WaitPDB(t *testing.T, ns, name, what string, ok func(s policyv1.PodDisruptionBudgetStatus) bool) {
 	t.Helper()
 	var last policyv1.PodDisruptionBudgetStatus
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		p, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+	err := wait.PollUntilContextTimeout(context.Background(), PollInterval, WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -295,22 +307,22 @@ func (c *cluster) waitPDB(t *testing.T, ns, name, what string, ok func(s policyv
 	}
 }
 
-// podRecorder follows the pods of a namespace with a watch and remembers
+// PodRecorder follows the pods of a namespace with a watch and remembers
 // every state it saw, so that transient states (a DisruptionTarget condition
 // just before a deletion) are not missed.
-type podRecorder struct {
+type PodRecorder struct {
 	mu        sync.Mutex
 	preempted map[string]bool // pod name -> seen with DisruptionTarget PreemptionByScheduler
 	deleted   map[string]bool
 	stop      func()
 }
 
-func (c *cluster) recordPods(t *testing.T, ns, selector string) *podRecorder {
+func (c *Cluster) RecordPods(t *testing.T, ns, selector string) *PodRecorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	w, err := c.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	require.NoError(t, err)
-	r := &podRecorder{preempted: map[string]bool{}, deleted: map[string]bool{}, stop: cancel}
+	r := &PodRecorder{preempted: map[string]bool{}, deleted: map[string]bool{}, stop: cancel}
 	go func() {
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
@@ -318,7 +330,7 @@ func (c *cluster) recordPods(t *testing.T, ns, selector string) *podRecorder {
 				continue
 			}
 			r.mu.Lock()
-			if preemptedByScheduler(pod) {
+			if PreemptedByScheduler(pod) {
 				r.preempted[pod.Name] = true
 			}
 			if ev.Type == watch.Deleted {
@@ -331,36 +343,36 @@ func (c *cluster) recordPods(t *testing.T, ns, selector string) *podRecorder {
 	return r
 }
 
-func (r *podRecorder) preemptedPods() []string {
+func (r *PodRecorder) PreemptedPods() []string {
 	return r.names(r.preempted)
 }
 
-func (r *podRecorder) deletedPods() []string {
+func (r *PodRecorder) DeletedPods() []string {
 	return r.names(r.deleted)
 }
 
 // names returns the pod names of one of the recorder's sets, sorted.
-func (r *podRecorder) names(set map[string]bool) []string {
+func (r *PodRecorder) names(set map[string]bool) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Sorted(maps.Keys(set))
 }
 
 // schedulerMetrics fetches the scheduler's /metrics (served without credentials by the local cluster).
-func (c *cluster) schedulerMetrics(t *testing.T) string {
+func (c *Cluster) SchedulerMetrics(t *testing.T) string {
 	t.Helper()
-	if c.schedulerURL == "" {
+	if c.SchedulerURL == "" {
 		t.Fatal("KUBE_GUARD_E2E_SCHEDULER_URL is not set")
 	}
-	body, err := fetchMetrics(c.schedulerURL)
+	body, err := FetchMetrics(c.SchedulerURL)
 	require.NoError(t, err)
 	return body
 }
 
-// fetchMetrics reads the /metrics of a component served over TLS with a
+// FetchMetrics reads the /metrics of a component served over TLS with a
 // self-signed certificate and without credentials (the local scheduler, a
 // descheduler the tests start).
-func fetchMetrics(baseURL string) (string, error) {
+func FetchMetrics(baseURL string) (string, error) {
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the component's self-signed serving certificate
 	}}
@@ -379,9 +391,9 @@ func fetchMetrics(baseURL string) (string, error) {
 	return string(body), nil
 }
 
-// metricSamples returns the samples of the metric name (exactly that name:
+// MetricSamples returns the samples of the metric name (exactly that name:
 // no _bucket/_sum suffix) whose labels include labels.
-func metricSamples(body, name string, labels map[string]string) []*testutil.Sample {
+func MetricSamples(body, name string, labels map[string]string) []*testutil.Sample {
 	all := testutil.NewMetrics()
 	if err := testutil.ParseMetrics(body, &all); err != nil {
 		return nil
@@ -401,10 +413,10 @@ func metricSamples(body, name string, labels map[string]string) []*testutil.Samp
 	return out
 }
 
-// metricSum is the sum of the samples metricSamples returns (0 when none).
-func metricSum(body, name string, labels map[string]string) float64 {
+// MetricSum is the sum of the samples MetricSamples returns (0 when none).
+func MetricSum(body, name string, labels map[string]string) float64 {
 	var sum float64
-	for _, s := range metricSamples(body, name, labels) {
+	for _, s := range MetricSamples(body, name, labels) {
 		sum += float64(s.Value)
 	}
 	return sum

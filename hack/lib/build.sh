@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Go builds of a component's binaries, from what its component.env declares:
+#   GO_BUILD_ENV    environment of `go build` (e.g. "GOWORK=off GOFLAGS=")
+#   GO_BUILD_FLAGS  more `go build` flags (e.g. "-tags selinux,notest")
+#   GO_LDFLAGS      -ldflags, single-quoted in component.env: ${FORK_*} in it
+#                   are the version stamps of hack/lib/version.sh
+#                   (version::vars), filled in here
+# Every build is CGO_ENABLED=0 and -trimpath. Sourced after init.sh.
+
+# build::expand TEMPLATE: TEMPLATE with each ${FORK_*} replaced by its value.
+build::expand() {
+  local s="$1" v
+  # Line continuations in component.env are spaces here.
+  s="${s//\\$'\n'/ }"
+  s="$(tr -s ' ' <<<"${s}")"
+  for v in FORK_GIT_VERSION FORK_GIT_COMMIT FORK_GIT_TREE_STATE FORK_GIT_MAJOR FORK_GIT_MINOR FORK_GIT_BRANCH FORK_BUILD_DATE; do
+    s="${s//\$\{${v}\}/${!v:-}}"
+  done
+  [[ "${s}" != *'${'* ]] || fatal "build/${COMPONENT_NAME}/component.env: GO_LDFLAGS uses a variable other than \${FORK_*}: ${s}"
+  printf '%s' "${s}"
+}
+
+# build::go TREE OUT BINARY...: builds ./cmd/<binary> of TREE into OUT, the
+# way the loaded component's component.env says.
+build::go() {
+  local tree="$1" out="$2" b ldflags
+  shift 2
+  local -a go_env=() go_flags=() pkgs=()
+  read -ra go_env <<<"$(component::setting "${COMPONENT_NAME}" GO_BUILD_ENV)"
+  read -ra go_flags <<<"$(component::setting "${COMPONENT_NAME}" GO_BUILD_FLAGS)"
+  ldflags="$(build::expand "$(component::setting "${COMPONENT_NAME}" GO_LDFLAGS)")"
+  for b in "$@"; do
+    [[ -d "${tree}/cmd/${b}" ]] || fatal "unknown binary ${b}: ${tree}/cmd/${b} does not exist"
+    pkgs+=("./cmd/${b}")
+  done
+  mkdir -p "${out}"
+  (
+    cd "${tree}" || exit 1
+    env CGO_ENABLED=0 "${go_env[@]}" go build -trimpath "${go_flags[@]}" -ldflags "${ldflags}" -o "${out}/" "${pkgs[@]}"
+  )
+  for b in "$@"; do
+    log "  ${out}/${b}"
+  done
+}

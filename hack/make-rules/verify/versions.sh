@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Each pinned upstream release is written once, in build/<component>/component.env.
+# This check fails on any other literal of a pinned release line (the pin
+# itself or another patch release of its minor, e.g. vA.B.0 to vA.B.9 for
+# a pin of vA.B.x, and v0.B.x for its staging modules) in the files of this
+# repository, so that moving the pin (make rebase) leaves nothing stale.
+# Scripts read the pin with component::setting, Go tests with
+# test/util/pins, docs show it in a generated block (update/docs.sh).
+#
+# Not checked: the component.env files themselves; patches/ (upstream's
+# text and our commit messages); go.mod and go.sum files (derived, checked by
+# the staging-overrides and staging-replaces checks); blocks between
+# `<!-- BEGIN GENERATED` and `<!-- END GENERATED -->`; generated reports
+# (docs/rebase-report.md); and records of measured runs (benchmarks/,
+# hack/benchreport/testdata/), which name the release they ran on.
+#
+# Usage: verify/versions.sh   (PLANT=<file> checks that file instead, for tests)
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+
+patterns=()
+while read -r c; do
+  component::load "${c}"
+  [[ "${COMPONENT_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot parse ${COMPONENT_VERSION}"
+  patterns+=("(^|[^0-9A-Za-z.])v?${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
+  if [[ "${COMPONENT_STAGING_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
+    patterns+=("(^|[^0-9A-Za-z.])v${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
+  fi
+done < <(component::all)
+
+if [[ -n "${PLANT:-}" ]]; then
+  files=("${PLANT}")
+else
+  mapfile -t files < <(cd "${REPO_ROOT}" && git ls-files --cached --others --exclude-standard -- . \
+    ':!build/*/component.env' ':!patches/' ':!*go.mod' ':!*go.sum' ':!benchmarks/' \
+    ':!hack/benchreport/testdata/' ':!docs/rebase-report.md' ':!staging-overrides/' | LC_ALL=C sort -u)
+fi
+
+found=0
+for f in "${files[@]}"; do
+  [[ -f "${REPO_ROOT}/${f}" || -f "${f}" ]] || continue
+  path="${f}"
+  [[ -f "${path}" ]] || path="${REPO_ROOT}/${f}"
+  grep -Iq . "${path}" 2>/dev/null || continue # binary or empty
+  hits="$(awk -v pats="$(printf '%s\n' "${patterns[@]}")" '
+    BEGIN { n = split(pats, p, "\n") }
+    /<!-- BEGIN GENERATED/ { gen = 1 }
+    /<!-- END GENERATED -->/ { gen = 0; next }
+    gen { next }
+    { for (i = 1; i <= n; i++) if (p[i] != "" && $0 ~ p[i]) { printf "%s:%d: %s\n", FILENAME, FNR, $0; break } }
+  ' "${path}")"
+  if [[ -n "${hits}" ]]; then
+    printf '%s\n' "${hits}" | sed "s#^${REPO_ROOT}/##" | cut -c1-200 >&2
+    found=1
+  fi
+done
+if [[ "${found}" -ne 0 ]]; then
+  echo "a pinned release is written above outside build/<component>/component.env: read it from there (scripts: component::setting; Go: test/util/pins; docs: a generated block)" >&2
+  exit 1
+fi
+log "verify versions: no pinned release written outside build/*/component.env"

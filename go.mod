@@ -8,10 +8,10 @@ require (
 	github.com/stretchr/testify v1.11.1
 	go.etcd.io/etcd/client/v3 v3.7.0
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
-	k8s.io/api v0.37.1
-	k8s.io/apimachinery v0.37.1
-	k8s.io/client-go v0.37.1
-	k8s.io/component-base v0.37.1
+	k8s.io/api v0.37.2
+	k8s.io/apimachinery v0.37.2
+	k8s.io/client-go v0.37.2
+	k8s.io/component-base v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -144,9 +144,5 @@ replace k8s.io/mount-utils => ./staging-overrides/k8s.io/mount-utils
 replace k8s.io/pod-security-admission => ./staging-overrides/k8s.io/pod-security-admission
 
 replace k8s.io/sample-apiserver => ./staging-overrides/k8s.io/sample-apiserver
-
-replace k8s.io/sample-cli-plugin => ./staging-overrides/k8s.io/sample-cli-plugin
-
-replace k8s.io/sample-controller => ./staging-overrides/k8s.io/sample-controller
 
 replace k8s.io/streaming => ./staging-overrides/k8s.io/streaming

@@ -118,9 +118,11 @@ try() {
   [[ -z "${dropped}" ]] || applies+="; applies empty (upstream has it): ${dropped}"
   [[ -z "${regenerated}" ]] || applies+="; regenerated: ${regenerated}"
   if [[ "${rc}" -eq 0 && "${REPORT_BUILD:-1}" == 1 ]]; then
-    local bins
-    bins="$(component::setting "${COMPONENT_NAME}" BINARIES)"
-    if OUTPUT_DIR="${scratch}/_output" SKIP_APPLY=1 bash "${scratch}/hack/make-rules/build.sh" ${bins} >>"${log}" 2>&1; then
+    # Its binaries; a component that declares none: every package compiles.
+    local -a build=(env OUTPUT_DIR="${scratch}/_output" SKIP_APPLY=1 bash "${scratch}/hack/make-rules/build.sh" "${COMPONENT_NAME}")
+    [[ -n "$(component::setting "${COMPONENT_NAME}" BINARIES)" ]] ||
+      build=(env -C "${scratch}/_output/src/${COMPONENT_NAME}" GOFLAGS='' go build ./...)
+    if "${build[@]}" >>"${log}" 2>&1; then
       builds="yes"
     else
       builds="no"

@@ -28,7 +28,7 @@
 #      base/TO point at the new commits, main is the rebased branch, the
 #      series is exported to patches/<c>, the derived files are updated
 #      (go.mod and staging-overrides/, the overlays of the components built on
-#      <c>), those components are re-based in turn (their base commit holds
+#      <c>, the pins block of README.md), those components are re-based in turn (their base commit holds
 #      that overlay), and the generated code is verified (verify-codegen.sh;
 #      REBASE_VERIFY_CODEGEN=0 skips it).
 #
@@ -103,8 +103,8 @@ regenerate() {
   fi
   log "$(basename "${p}"): regenerating (${steps% })"
   # shellcheck disable=SC2086
-  "${REPO_ROOT}/hack/make-rules/codegen.sh" "${COMPONENT_NAME}" ${steps} >"${OUTPUT_DIR}/logs/rebase-codegen-$(basename "${p}" .patch).log" 2>&1 ||
-    fatal "the generators failed on $(basename "${p}") (log: ${OUTPUT_DIR}/logs/rebase-codegen-$(basename "${p}" .patch).log); fix the patch's hand-written part in $(rel_tree), then resume"
+  "${REPO_ROOT}/hack/make-rules/codegen.sh" "${COMPONENT_NAME}" ${steps} >"${OUTPUT_DIR}/logs/rebase-codegen-${COMPONENT_NAME}-$(basename "${p}" .patch).log" 2>&1 ||
+    fatal "the generators failed on $(basename "${p}") (log: ${OUTPUT_DIR}/logs/rebase-codegen-${COMPONENT_NAME}-$(basename "${p}" .patch).log); fix the patch's hand-written part in $(rel_tree), then resume"
   component::git add --all .
   REGENERATED+="${REGENERATED:+ }$(basename "${p}")"
 }
@@ -209,6 +209,9 @@ finish() {
   mapfile -t deps < <(component::dependents "${COMPONENT_NAME}")
   if [[ ${#deps[@]} -gt 0 ]]; then
     "${REPO_ROOT}/hack/make-rules/update-staging-replaces.sh" "${deps[@]}"
+  fi
+  if [[ -f "${REPO_ROOT}/README.md" ]]; then
+    "${REPO_ROOT}/hack/make-rules/update/docs.sh"
   fi
   if [[ "${REBASE_VERIFY_CODEGEN:-1}" == 1 ]]; then
     "${REPO_ROOT}/hack/make-rules/verify-codegen.sh" "${COMPONENT_NAME}"

@@ -179,7 +179,7 @@ func (e *evacuator) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := review.Request
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
-	if req.Namespace == e.Namespace && req.SubResource == "eviction" {
+	if req.Namespace == e.namespace && req.SubResource == "eviction" {
 		if e.intercept(r.Context(), req) {
 			resp.Allowed = false
 			resp.Result = &metav1.Status{
@@ -198,7 +198,7 @@ func (e *evacuator) serve(w http.ResponseWriter, r *http.Request) {
 
 // intercept takes the eviction of an annotated pod over.
 func (e *evacuator) intercept(ctx context.Context, req *admissionv1.AdmissionRequest) bool {
-	pod, err := e.Client.CoreV1().Pods(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
+	pod, err := e.client.CoreV1().Pods(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
 	if err != nil {
 		e.fail(fmt.Errorf("webhook: reading pod %s: %w", req.Name, err))
 		return false
@@ -214,14 +214,14 @@ func (e *evacuator) intercept(ctx context.Context, req *admissionv1.AdmissionReq
 	}
 	if pod.Labels[evacuatorAnnotateLabel] != "false" {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"evacuator"}}}`, evictionInProgressAnnotation)
-		if _, err := e.Client.CoreV1().Pods(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := e.client.CoreV1().Pods(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			e.fail(fmt.Errorf("webhook: annotating pod %s: %w", req.Name, err))
 		}
 	}
 	if e.cfg.deleteAfter > 0 {
 		ns, name, uid := req.Namespace, req.Name, pod.UID
 		time.AfterFunc(e.cfg.deleteAfter, func() {
-			err := e.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{
+			err := e.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{
 				GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid},
 			})
 			if err != nil && !apierrors.IsNotFound(err) {

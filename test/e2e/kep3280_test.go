@@ -89,7 +89,7 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 	t.Run("below the threshold the preemptor stays pending and nothing is disrupted", func(t *testing.T) {
 		rec := c.RecordPods(t, ns, "app=guarded")
 		c.CreatePod(t, ns, "preemptor-below", nil, framework.PodSpec(below, c.NodeCPU))
-		wantPDB := fmt.Sprintf("%s/%s", ns, g.PDB)
+		wantPDB := fmt.Sprintf("%s/%s", ns, g.pdb)
 		wantThreshold := fmt.Sprintf("allowDisruptionByPriorityGreaterThanOrEqual=%d", threshold)
 		var event string
 		c.Poll(t, "a PreemptionBlocked event on the preemptor", func(ctx context.Context) (bool, error) {
@@ -130,7 +130,7 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 		require.Equal(t, g.pods, c.guardedPods(t, ns), "no guarded pod was replaced")
 		require.Empty(t, rec.PreemptedPods(), "no guarded pod got a DisruptionTarget condition")
 		require.Empty(t, rec.DeletedPods(), "no guarded pod was deleted")
-		c.WaitPDB(t, ns, g.PDB, "still all healthy", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		c.WaitPDB(t, ns, g.pdb, "still all healthy", func(s policyv1.PodDisruptionBudgetStatus) bool {
 			return s.CurrentHealthy == int32(len(c.Nodes))
 		})
 		c.DeletePod(t, ns, "preemptor-below")
@@ -138,11 +138,11 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 
 	t.Run("below the threshold a victim is evicted when the budget allows it", func(t *testing.T) {
 		n := len(c.Nodes)
-		c.setMinAvailable(t, ns, g.PDB, n-1)
-		c.WaitPDB(t, ns, g.PDB, "one disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		c.setMinAvailable(t, ns, g.pdb, n-1)
+		c.WaitPDB(t, ns, g.pdb, "one disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
 			return s.DisruptionsAllowed == 1
 		})
-		disrupted := c.recordDisruptedPods(t, ns, g.PDB)
+		disrupted := c.recordDisruptedPods(t, ns, g.pdb)
 		rec := c.RecordPods(t, ns, "app=guarded")
 		c.CreatePod(t, ns, "preemptor-budget", nil, framework.PodSpec(below, c.NodeCPU))
 		c.waitScheduledPreemptor(t, ns, "preemptor-budget")
@@ -156,8 +156,8 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 		})
 		// Free the node again for the next case: the Deployment's replacement takes it.
 		c.DeletePod(t, ns, "preemptor-budget")
-		c.setMinAvailable(t, ns, g.PDB, n)
-		c.WaitPDB(t, ns, g.PDB, "all healthy again, no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		c.setMinAvailable(t, ns, g.pdb, n)
+		c.WaitPDB(t, ns, g.pdb, "all healthy again, no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
 			return s.CurrentHealthy == int32(n) && s.DisruptionsAllowed == 0
 		})
 	})
@@ -190,7 +190,7 @@ func TestKEP3280GateOff(t *testing.T) {
 	})
 	require.Equal(t, rec.DeletedPods(), rec.PreemptedPods(), "the victim carried DisruptionTarget PreemptionByScheduler")
 	n := int32(len(c.Nodes))
-	c.WaitPDB(t, ns, g.PDB, "the budget is violated: fewer healthy pods than minAvailable", func(s policyv1.PodDisruptionBudgetStatus) bool {
+	c.WaitPDB(t, ns, g.pdb, "the budget is violated: fewer healthy pods than minAvailable", func(s policyv1.PodDisruptionBudgetStatus) bool {
 		return s.CurrentHealthy == n-1 && s.DesiredHealthy == n && s.DisruptionsAllowed == 0
 	})
 }

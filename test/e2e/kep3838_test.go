@@ -58,7 +58,7 @@ func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 
 	t.Run("adding a nodeSelector to a gated pod is accepted", func(t *testing.T) {
 		require.NoError(t, update("gated", func(p *corev1.Pod) {
-			p.Spec.NodeSelector = map[string]string{nodeIndexLabel: targetIndex}
+			p.Spec.NodeSelector = map[string]string{framework.NodeIndexLabel: targetIndex}
 		}))
 	})
 	t.Run("narrowing a nodeAffinity term of a gated pod is accepted", func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 		c.CreatePod(t, ns, "ungated", nil, framework.PodSpec("", resource.Quantity{}))
 		c.WaitPodRunningReady(t, ns, "ungated")
 		requireInvalid(t, update("ungated", func(p *corev1.Pod) {
-			p.Spec.NodeSelector = map[string]string{nodeIndexLabel: targetIndex}
+			p.Spec.NodeSelector = map[string]string{framework.NodeIndexLabel: targetIndex}
 		}))
 	})
 	t.Run("without the gate the pod is scheduled onto the matching node only", func(t *testing.T) {

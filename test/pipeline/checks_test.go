@@ -41,9 +41,11 @@ func TestVersionCheckCatchesAStaleLiteral(t *testing.T) {
 			require.Contains(t, out, "notes.md:3: Built on Kubernetes "+stale+" today.")
 		})
 	}
-	// Inside a generated block, and versions of other lines, are fine.
+	// Inside a generated block or a record, and versions of other lines, are fine.
 	f := filepath.Join(t.TempDir(), "notes.md")
-	content := "<!-- BEGIN GENERATED: pins -->\n" + kube.Version + "\n<!-- END GENERATED -->\nGo 1.26.0, etcd v3.6.16, v10.37.1\n"
+	content := "<!-- BEGIN GENERATED: pins -->\n" + kube.Version + "\n<!-- END GENERATED -->\n" +
+		"<!-- BEGIN RECORD: moves -->\nmoved to " + next(kube.Version) + "\n<!-- END RECORD -->\n" +
+		"Go 1.26.0, etcd v3.6.16, v10.37.1\n"
 	require.NoError(t, os.WriteFile(f, []byte(content), 0o644))
 	out, err = checkScript(t, []string{"PLANT=" + f}, "versions.sh")
 	require.NoError(t, err, out)

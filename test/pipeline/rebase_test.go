@@ -355,3 +355,42 @@ func TestThrowawayComponentThroughEveryScript(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "uuid: no BINARIES to build")
 }
+
+// TestRebaseReport: the report finds v1.6.0 as the next release of the
+// throwaway component's pin, and says which patch conflicts (in which file),
+// which one upstream has merged, which were regenerated, that it builds and
+// that upstream's tests of the touched packages pass, without changing the
+// checkout or the tree.
+func TestRebaseReport(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.replace(t, "hash.go", "\tNil           UUID // empty UUID, all zeros\n",
+		"\tNil           UUID // empty UUID, all zeros\n\n"+
+			"\t// The Max UUID is special form of UUID that is specified to have all 128 bits set to 1.\n"+
+			"\tMax = UUID{\n"+
+			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
+			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
+			"\t}\n")
+	r.commit(t, "uuid: add the Max UUID", "Rebase-Policy: drop-when-upstream https://github.com/google/uuid/pull/149")
+	r.replace(t, "uuid_test.go", "func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 32; x++ {",
+		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
+	r.commit(t, "uuid: test more lengths", "Rebase-Policy: carry")
+	r.addFunc(t, "min.go", "Min")
+	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+	r.export(t)
+	before := r.git(t, "rev-parse", "HEAD")
+	patches := r.patchNames(t)
+
+	report := filepath.Join(r.dir, "report.md")
+	out, err := r.run(t, []string{"REPORT_COMPONENTS=" + throwaway, "REPORT_OUT=" + report}, "rebase-report.sh")
+	require.NoError(t, err, out)
+	b, err := os.ReadFile(report)
+	require.NoError(t, err)
+	got := string(b)
+	require.Contains(t, got, "- pin: uuid v1.5.0 (series ")
+	require.Contains(t, got, "| uuid | v1.6.0 | conflicts: 0002-uuid-test-more-lengths: uuid_test.go; "+
+		"applies empty (upstream has it): 0001-uuid-add-the-Max-UUID; regenerated: 0003-uuid-add-Min | yes | pass |", got)
+
+	require.Equal(t, throwawayFrom, r.pin(t), "the report never moves the pin")
+	require.Equal(t, before, r.git(t, "rev-parse", "HEAD"), "nor touches the tree")
+	require.Equal(t, patches, r.patchNames(t))
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The generated blocks of the docs are what update/docs.sh writes. Works on a
-# copy: the checkout is never changed.
+# The generated blocks of the docs are what update/docs.sh writes, and
+# docs/rebase-report.md (make rebase-report) was written for the current pins
+# and patch series. Works on a copy: the checkout is never changed.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
@@ -12,4 +13,16 @@ if ! diff -u "${REPO_ROOT}/README.md" "${tmp}/README.md" >&2; then
   echo "README.md's generated blocks are stale: run hack/make-rules/update/docs.sh" >&2
   exit 1
 fi
-log "verify docs: generated blocks up to date"
+# docs/rebase-report.md was written for the current pins and series.
+report="${REPO_ROOT}/docs/rebase-report.md"
+want="$(while read -r c; do
+  component::load "${c}"
+  printf -- '- pin: %s %s (series %s)\n' "${c}" "${COMPONENT_VERSION}" "$(component::series_id | cut -c1-12)"
+done < <(component::all))"
+have="$(grep '^- pin: ' "${report}" 2>/dev/null || true)"
+if [[ "${want}" != "${have}" ]]; then
+  diff <(echo "${have}") <(echo "${want}") >&2 || true
+  echo "docs/rebase-report.md was written for other pins or series: run make rebase-report" >&2
+  exit 1
+fi
+log "verify docs: generated blocks and docs/rebase-report.md up to date"

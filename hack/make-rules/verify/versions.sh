@@ -11,8 +11,10 @@
 # text and our commit messages); go.mod and go.sum files (derived, checked by
 # the staging-overrides and staging-replaces checks); blocks between
 # `<!-- BEGIN GENERATED` and `<!-- END GENERATED -->`; generated reports
-# (docs/rebase-report.md); and records of measured runs (benchmarks/,
-# hack/benchreport/testdata/), which name the release they ran on.
+# (docs/rebase-report.md); and records, which name the release they were
+# made on and never change: measured runs (benchmarks/,
+# hack/benchreport/testdata/, docs/measured-times.md) and blocks between
+# `<!-- BEGIN RECORD` and `<!-- END RECORD -->` (the history of pin moves).
 #
 # Usage: verify/versions.sh   (PLANT=<file> checks that file instead, for tests)
 set -o errexit -o nounset -o pipefail
@@ -33,7 +35,7 @@ if [[ -n "${PLANT:-}" ]]; then
 else
   mapfile -t files < <(cd "${REPO_ROOT}" && git ls-files --cached --others --exclude-standard -- . \
     ':!build/*/component.env' ':!patches/' ':!*go.mod' ':!*go.sum' ':!benchmarks/' \
-    ':!hack/benchreport/testdata/' ':!docs/rebase-report.md' ':!staging-overrides/' | LC_ALL=C sort -u)
+    ':!hack/benchreport/testdata/' ':!docs/rebase-report.md' ':!docs/measured-times.md' ':!staging-overrides/' | LC_ALL=C sort -u)
 fi
 
 found=0
@@ -44,8 +46,8 @@ for f in "${files[@]}"; do
   grep -Iq . "${path}" 2>/dev/null || continue # binary or empty
   hits="$(awk -v pats="$(printf '%s\n' "${patterns[@]}")" '
     BEGIN { n = split(pats, p, "\n") }
-    /<!-- BEGIN GENERATED/ { gen = 1 }
-    /<!-- END GENERATED -->/ { gen = 0; next }
+    /<!-- BEGIN (GENERATED|RECORD)/ { gen = 1 }
+    /<!-- END (GENERATED|RECORD) -->/ { gen = 0; next }
     gen { next }
     { for (i = 1; i <= n; i++) if (p[i] != "" && $0 ~ p[i]) { printf "%s:%d: %s\n", FILENAME, FNR, $0; break } }
   ' "${path}")"

@@ -17,8 +17,12 @@ test: ## Build, then run this repo's tests and upstream's tests of every package
 	hack/make-rules/test.sh
 
 .PHONY: verify
-verify: ## Every series applies to pristine upstream, export round trip, gofmt, go.mod overrides, generated code up to date
-	hack/make-rules/verify.sh
+verify: ## Every check in hack/make-rules/verify/ (series, export, gofmt, shellcheck, trailers, versions, docs, go.mod, codegen); SKIP_VERIFY="codegen" skips one; never changes the checkout
+	hack/make-rules/verify/all.sh
+
+.PHONY: update
+update: ## Rewrite every derived file from its source (hack/make-rules/update/: go.mod and staging-overrides/, overlays, README's pins)
+	hack/make-rules/update/all.sh
 
 .PHONY: bench
 bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gate off/on (BENCH_ROUNDS=5); writes benchmarks/
@@ -85,14 +89,6 @@ codegen: ## Run $(COMPONENT)'s code generators (build/$(COMPONENT)/codegen.sh, u
 .PHONY: test-upstream
 test-upstream: ## Upstream unit and integration tests of the packages the patches touch
 	hack/make-rules/test-upstream.sh
-
-.PHONY: update-staging-overrides
-update-staging-overrides: ## Point this repo's go.mod at the patched staging modules
-	hack/make-rules/update-staging-overrides.sh
-
-.PHONY: update-staging-replaces
-update-staging-replaces: ## Rewrite build/descheduler/overlay/go.{mod,sum}: the descheduler on the patched staging modules
-	hack/make-rules/update-staging-replaces.sh
 
 ##@ Housekeeping
 

@@ -96,7 +96,7 @@ if [[ -n "${LOCAL_FEATURE_GATES}" ]]; then
 fi
 # kwokctl binds to 0.0.0.0; these extra flags come after its own (the later
 # flag wins) and keep everything on 127.0.0.1. They go in a config file:
-# kwokctl v0.8.0's --extra-args panics when a component is named twice.
+# The pinned kwokctl's --extra-args panics when a component is named twice.
 kwokctl_config="${LOCAL_DIR}/kwokctl.yaml"
 cat >"${kwokctl_config}" <<EOF
 apiVersion: config.kwok.x-k8s.io/v1alpha1

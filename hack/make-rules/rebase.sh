@@ -203,12 +203,12 @@ finish() {
 
   # What is derived from the tree, and the components built on it.
   if [[ "$(component::setting "${COMPONENT_NAME}" REPO_MODULE_REPLACES)" == true ]]; then
-    "${REPO_ROOT}/hack/make-rules/update-staging-overrides.sh"
+    "${REPO_ROOT}/hack/make-rules/update/staging-overrides.sh"
   fi
   local -a deps=()
   mapfile -t deps < <(component::dependents "${COMPONENT_NAME}")
   if [[ ${#deps[@]} -gt 0 ]]; then
-    "${REPO_ROOT}/hack/make-rules/update-staging-replaces.sh" "${deps[@]}"
+    "${REPO_ROOT}/hack/make-rules/update/staging-replaces.sh" "${deps[@]}"
   fi
   if [[ -f "${REPO_ROOT}/README.md" ]]; then
     "${REPO_ROOT}/hack/make-rules/update/docs.sh"

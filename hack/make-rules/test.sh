@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: builds everything, then runs
-#   0. `make verify` (hack/make-rules/verify.sh; SKIP_VERIFY="codegen ..." skips checks),
+#   0. `make verify` (hack/make-rules/verify/all.sh; SKIP_VERIFY="codegen ..." skips checks),
 #   1. this repository's own Go tests (pipeline scripts, version stamps,
 #      integration tests against the built etcd and control plane), and
 #   2. upstream's unit and integration tests of every package the patch series
@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 export PATH="${OUTPUT_BIN}:${PATH}"
 status=0
 log "make verify"
-"${REPO_ROOT}/hack/make-rules/verify.sh" || status=1
+"${REPO_ROOT}/hack/make-rules/verify/all.sh" || status=1
 log "this repository's tests"
 (cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
 log "upstream tests of the packages the patch series touch"

@@ -2,6 +2,9 @@
 # Builds the pinned test tools into _output/bin from the Go module proxy:
 #   etcd, etcdctl   go.etcd.io/etcd/{server,etcdctl}/v3, pinned in hack/tools/etcd
 #   kwok, kwokctl   sigs.k8s.io/kwok/cmd/{kwok,kwokctl}, pinned in hack/tools/kwok
+#   golangci-lint-kube-api-linter
+#                   sigs.k8s.io/kube-api-linter's standalone binary (golangci-lint
+#                   with the linter built in), pinned in hack/tools/kube-api-linter
 #
 # Each tool set is a wrapper module of its own (a go.mod with `tool` lines and
 # a complete go.sum), so the dependency graphs never mix and upstream's
@@ -10,14 +13,14 @@
 # -mod=readonly; go.mod is never rewritten here (run `go mod tidy` in the
 # wrapper module after changing a pin).
 #
-# Usage: tools.sh [etcd|kwok]...   (default: all)
+# Usage: tools.sh [etcd|kwok|kube-api-linter]...   (default: all)
 # Re-running is cheap (a few seconds): everything comes from Go's build cache,
 # and `go build -o` does not rewrite a binary whose build ID is already current.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 TOOLS_DIR="${REPO_ROOT}/hack/tools"
-ALL_TOOLS=(etcd kwok)
+ALL_TOOLS=(etcd kwok kube-api-linter)
 
 export GOWORK=off CGO_ENABLED=0
 
@@ -64,11 +67,18 @@ tools::kwok() {
   tools::build "${dir}" kwokctl sigs.k8s.io/kwok/cmd/kwokctl -ldflags="${ldflags}"
 }
 
+tools::kube-api-linter() {
+  local dir="${TOOLS_DIR}/kube-api-linter" version
+  version="$(tools::module_version "${dir}" sigs.k8s.io/kube-api-linter)"
+  log "kube-api-linter ${version} (${dir#"${REPO_ROOT}/"})"
+  tools::build "${dir}" golangci-lint-kube-api-linter sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter
+}
+
 selected=("$@")
 [[ ${#selected[@]} -gt 0 ]] || selected=("${ALL_TOOLS[@]}")
 for t in "${selected[@]}"; do
   case "${t}" in
-    etcd | kwok) ;;
+    etcd | kwok | kube-api-linter) ;;
     *) fatal "unknown tool '${t}' (want one of: ${ALL_TOOLS[*]})" ;;
   esac
 done

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"kube-guard/test/util/pins"
 )
 
 // checkScript runs hack/make-rules/verify/<name> of the real repository.
@@ -32,7 +34,10 @@ func TestVersionCheckCatchesAStaleLiteral(t *testing.T) {
 		s := version.MustParseSemantic(v)
 		return fmt.Sprintf("v%d.%d.%d", s.Major(), s.Minor(), s.Patch()+1)
 	}
-	for _, stale := range []string{kube.Version, next(kube.Version), next(kube.StagingVersion), next(desched.Version), strings.TrimPrefix(kube.Version, "v")} {
+	etcd, err := pins.Tool(realRepo, "etcd", "go.etcd.io/etcd/server/v3")
+	require.NoError(t, err)
+	for _, stale := range []string{kube.Version, next(kube.Version), next(kube.StagingVersion), next(desched.Version),
+		strings.TrimPrefix(kube.Version, "v"), next(etcd)} {
 		t.Run(stale, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "notes.md")
 			require.NoError(t, os.WriteFile(f, []byte("# Notes\n\nBuilt on Kubernetes "+stale+" today.\n"), 0o644))
@@ -45,7 +50,7 @@ func TestVersionCheckCatchesAStaleLiteral(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "notes.md")
 	content := "<!-- BEGIN GENERATED: pins -->\n" + kube.Version + "\n<!-- END GENERATED -->\n" +
 		"<!-- BEGIN RECORD: moves -->\nmoved to " + next(kube.Version) + "\n<!-- END RECORD -->\n" +
-		"Go 1.26.0, etcd v3.6.16, v10.37.1\n"
+		"Go 1.26.0, etcd v3.5.0, v10.37.1\n"
 	require.NoError(t, os.WriteFile(f, []byte(content), 0o644))
 	out, err = checkScript(t, []string{"PLANT=" + f}, "versions.sh")
 	require.NoError(t, err, out)

@@ -328,7 +328,7 @@ func TestThrowawayComponentThroughEveryScript(t *testing.T) {
 
 	// The checks about this repository's own files need its git checkout.
 	skip := []string{"SKIP_VERIFY=shellcheck versions docs"}
-	out, err := r.run(t, skip, "verify.sh", throwaway)
+	out, err := r.run(t, skip, "verify/all.sh", throwaway)
 	require.NoError(t, err, out)
 	for _, check := range []string{"series", "export", "gofmt", "trailers", "codegen"} {
 		require.Contains(t, out, "verify "+check+": ok")
@@ -339,7 +339,7 @@ func TestThrowawayComponentThroughEveryScript(t *testing.T) {
 	r.write(t, "zz_generated.exports.txt", "Stale\n")
 	r.commit(t, "uuid: a stale generated file", "Rebase-Policy: carry", "Regenerate: exports")
 	r.export(t)
-	out, err = r.run(t, skip, "verify.sh", throwaway)
+	out, err = r.run(t, skip, "verify/all.sh", throwaway)
 	require.Error(t, err, out)
 	require.Contains(t, out, "verify codegen: FAILED")
 	require.Equal(t, "Stale\n", r.read(t, "zz_generated.exports.txt"), "verify leaves the tree as it was")

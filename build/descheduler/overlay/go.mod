@@ -2,7 +2,7 @@
 // patched ones of _output/src/kubernetes (replace directives at the end), and
 // k8s.io/kube-openapi by the version kubernetes requires (a module that
 // imports this one must repeat that replace). Written by
-// hack/make-rules/update-staging-replaces.sh into build/descheduler/overlay.
+// hack/make-rules/update/staging-replaces.sh into build/descheduler/overlay.
 module sigs.k8s.io/descheduler
 
 go 1.26.0

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Each pinned upstream release is written once, in build/<component>/component.env.
+# Each pinned upstream release is written once, in build/<component>/component.env,
+# and each pinned tool once, in hack/tools/<tool>/go.mod.
 # This check fails on any other literal of a pinned release line (the pin
 # itself or another patch release of its minor, e.g. vA.B.0 to vA.B.9 for
 # a pin of vA.B.x, and v0.B.x for its staging modules) in the files of this
@@ -29,6 +30,16 @@ while read -r c; do
     patterns+=("(^|[^0-9A-Za-z.])v${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
   fi
 done < <(component::all)
+# The tools: each hack/tools/<tool>/go.mod pins, in its require lines, the
+# modules its `tool` lines build (etcd, KWOK).
+for mod in "${REPO_ROOT}"/hack/tools/*/go.mod; do
+  while read -r v; do
+    # A pseudo-version (v0.0.0-<date>-<commit>) names no release line.
+    [[ "${v}" != v0.0.0-* && "${v}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || continue
+    patterns+=("(^|[^0-9A-Za-z.])v?${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
+  done < <(go mod edit -json "${mod}" | jq -r '(.Tool // [] | map(.Path)) as $tools |
+    .Require[]? | select(.Path as $m | any($tools[]; . == $m or startswith($m + "/"))) | .Version' | sort -u)
+done
 
 if [[ -n "${PLANT:-}" ]]; then
   files=("${PLANT}")

@@ -24,13 +24,13 @@
 # is in place while tidying.
 #
 # The STAGING_FROM tree is used as it is (materialised and patched first by
-# apply.sh when missing). hack/make-rules/verify.sh runs this script and fails
-# when its result differs from what is committed.
+# apply.sh when missing). The overlay is written under TARGET_ROOT (default:
+# this repository; verify/staging-replaces.sh passes a copy and compares).
 #
-# Usage: update-staging-replaces.sh [component...]
+# Usage: update/staging-replaces.sh [component...]
 #        (default: every component whose component.env sets STAGING_FROM)
 set -o errexit -o nounset -o pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
 update() {
   local name="$1" from staging_version openapi tree
@@ -48,6 +48,7 @@ update() {
   [[ -n "${openapi}" ]] || fatal "${tree}/go.mod requires no k8s.io/kube-openapi"
 
   component::load "${name}"
+  local overlay="${TARGET_ROOT:-${REPO_ROOT}}/build/${name}/overlay"
   local json dir
   tmp="$(mktemp -d)"
   json="$(cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${COMPONENT_MODULE}@${COMPONENT_VERSION}" || true)"
@@ -61,8 +62,8 @@ update() {
   cp -R "${dir}/." "${work}/"
   chmod -R u+w "${work}"
   ln -s "${tree}" "${tmp}/src/${from}"
-  if [[ -d "${COMPONENT_OVERLAY}" ]]; then
-    cp -R "${COMPONENT_OVERLAY}/." "${work}/"
+  if [[ -d "${overlay}" ]]; then
+    cp -R "${overlay}/." "${work}/"
     cp "${dir}/go.mod" "${dir}/go.sum" "${work}/"
     chmod -R u+w "${work}"
   fi
@@ -94,13 +95,13 @@ update() {
     printf '// patched ones of _output/src/%s (replace directives at the end), and\n' "${from}"
     printf '// k8s.io/kube-openapi by the version %s requires (a module that\n' "${from}"
     printf '// imports this one must repeat that replace). Written by\n'
-    printf '// hack/make-rules/update-staging-replaces.sh into build/%s/overlay.\n' "${name}"
+    printf '// hack/make-rules/update/staging-replaces.sh into build/%s/overlay.\n' "${name}"
     cat "${work}/go.mod"
   } >"${tmp}/go.mod"
   mv "${tmp}/go.mod" "${work}/go.mod"
   (cd "${work}" && GOWORK=off GOFLAGS=-mod=readonly go list -m all >/dev/null) || fatal "${work}/go.mod does not load"
-  mkdir -p "${COMPONENT_OVERLAY}"
-  cp "${work}/go.mod" "${work}/go.sum" "${COMPONENT_OVERLAY}/"
+  mkdir -p "${overlay}"
+  cp "${work}/go.mod" "${work}/go.sum" "${overlay}/"
   rm -rf "${tmp}"
   log "build/${name}/overlay/go.mod: $((${#args[@]} / 4)) staging modules -> ../${from}/staging/src/k8s.io/, k8s.io/kube-openapi@${openapi}"
 }
@@ -110,10 +111,9 @@ trap 'rm -rf "${tmp}"' EXIT
 
 components=("$@")
 if [[ ${#components[@]} -eq 0 ]]; then
-  for env in "${REPO_ROOT}"/build/*/component.env; do
-    c="$(basename "$(dirname "${env}")")"
+  while read -r c; do
     [[ -z "$(component::setting "${c}" STAGING_FROM)" ]] || components+=("${c}")
-  done
+  done < <(component::all)
 fi
 for c in "${components[@]}"; do
   update "${c}"

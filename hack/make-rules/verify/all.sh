@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# `make verify`: every check, each in its own script under verify/, each
+# behind a toggle (SKIP_VERIFY="codegen shellcheck" skips those). Every check
+# runs, a failure does not hide the next one; the failures are listed at the
+# end and the exit code is non-zero if any failed. No check changes the
+# checkout. In order:
+#   series            each patch series applies with `git am` to a fresh base
+#   export            exporting each tree gives back patches/ byte for byte
+#   gofmt             the Go files the series touch, and this repository's
+#   (shellcheck)      every shell script
+#   trailers          every patch's Rebase-Policy (and Regenerate) trailers
+#   versions          no pinned release written outside build/*/component.env
+#   docs              README's generated blocks, docs/rebase-report.md current
+#   api-lint          upstream's kube-api-linter settings on the API lines the
+#                     series add (components that set API_LINT_PATHS)
+#   staging-overrides go.mod and staging-overrides/ match the patched tree
+#   staging-replaces  the go.mod overlays of components built on another's
+#                     staging modules are current
+#   codegen           each component's generators leave its tree unchanged
+#                     (which also covers upstream's verify scripts for the
+#                     openapi spec, the API fixtures and the feature-gate lists)
+#
+# Usage: verify/all.sh [component...]   (default: every component)
+# The checks about this repository's own files (shellcheck, versions, docs)
+# always run; staging-overrides runs when a listed component sets
+# REPO_MODULE_REPLACES.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+
+CHECKS=(series export gofmt shellcheck trailers versions docs api-lint staging-overrides staging-replaces codegen)
+# Checks that take the components as arguments.
+PER_COMPONENT=" series export gofmt trailers api-lint staging-replaces codegen "
+
+components=("$@")
+[[ ${#components[@]} -gt 0 ]] || mapfile -t components < <(component::all)
+
+applicable() {
+  local c
+  case "$1" in
+    staging-overrides)
+      for c in "${components[@]}"; do
+        [[ "$(component::setting "${c}" REPO_MODULE_REPLACES)" != true ]] || return 0
+      done
+      return 1
+      ;;
+    *) return 0 ;;
+  esac
+}
+
+for c in "${components[@]}"; do
+  "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}"
+done
+
+failed=()
+for check in "${CHECKS[@]}"; do
+  if [[ " ${SKIP_VERIFY:-} " == *" ${check} "* ]]; then
+    log "verify ${check}: skipped"
+    continue
+  fi
+  if ! applicable "${check}"; then
+    log "verify ${check}: not applicable to ${components[*]}"
+    continue
+  fi
+  log "verify ${check}"
+  args=()
+  [[ "${PER_COMPONENT}" != *" ${check} "* ]] || args=("${components[@]}")
+  if "$(dirname "${BASH_SOURCE[0]}")/${check}.sh" "${args[@]}"; then
+    log "verify ${check}: ok"
+  else
+    log "verify ${check}: FAILED"
+    failed+=("${check}")
+  fi
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  log "verify: ${#failed[@]} check(s) failed: ${failed[*]}"
+  exit 1
+fi
+log "verify: every check passed"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Upstream's API conventions on the API types the patches change: the
+# kube-api-linter with upstream's own settings and exceptions (derived from
+# the tree's hack/golangci.yaml by hack/apilintconfig), run offline with its
+# standalone binary (tools.sh kube-api-linter), on the packages under each
+# component's API_LINT_PATHS (component.env) that its series touches, and
+# only on the lines the series changed (--new-from-rev=base/<pin>).
+# Upstream's verify-golangci-lint.sh cannot run here: it builds its plugins
+# from hack/tools/golangci-lint, which the module zip lacks.
+#
+# Usage: verify/api-lint.sh [component...]   (default: every component that sets API_LINT_PATHS)
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+
+components=("$@")
+[[ ${#components[@]} -gt 0 ]] || mapfile -t components < <(component::all)
+linter="${OUTPUT_BIN}/golangci-lint-kube-api-linter"
+rc=0
+for c in "${components[@]}"; do
+  read -ra prefixes <<<"$(component::setting "${c}" API_LINT_PATHS)"
+  [[ ${#prefixes[@]} -gt 0 ]] || continue
+  component::load "${c}"
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${c}'"
+  [[ -x "${linter}" ]] || "${REPO_ROOT}/hack/make-rules/tools.sh" kube-api-linter
+  pkgs=()
+  while read -r d; do
+    for p in "${prefixes[@]}"; do
+      [[ "${d}/" == "${p%/}/"* ]] && pkgs+=("./${d}") && break
+    done
+  done < <(component::git diff --name-only --diff-filter=d "${COMPONENT_BASE_TAG}" -- '*.go' | xargs -r -n1 dirname | LC_ALL=C sort -u)
+  if [[ ${#pkgs[@]} -eq 0 ]]; then
+    log "  ${c}: the series touches no API package under ${prefixes[*]}"
+    continue
+  fi
+  cfg="$(mktemp --suffix=.yaml)"
+  (cd "${REPO_ROOT}" && go run ./hack/apilintconfig "${COMPONENT_TREE}/hack/golangci.yaml") >"${cfg}"
+  log "  ${c}: kube-api-linter on ${pkgs[*]}, lines changed since ${COMPONENT_BASE_TAG}"
+  if ! (cd "${COMPONENT_TREE}" && GOFLAGS='' "${linter}" run --config="${cfg}" \
+    --new-from-rev="${COMPONENT_BASE_TAG}" "${pkgs[@]}"); then
+    echo "kube-api-linter found issues in lines patches/${c} adds (above)" >&2
+    rc=1
+  fi
+  rm -f "${cfg}"
+done
+exit "${rc}"

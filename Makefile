@@ -17,7 +17,7 @@ test: ## Build, then run this repo's tests and upstream's tests of every package
 	hack/make-rules/test.sh
 
 .PHONY: verify
-verify: ## Every check in hack/make-rules/verify/ (series, export, gofmt, shellcheck, trailers, versions, docs, go.mod, codegen); SKIP_VERIFY="codegen" skips one; never changes the checkout
+verify: ## Every check in hack/make-rules/verify/ (series, export, gofmt, shellcheck, trailers, versions, docs, api-lint, go.mod, codegen); SKIP_VERIFY="codegen" skips one; never changes the checkout
 	hack/make-rules/verify/all.sh
 
 .PHONY: update
@@ -79,7 +79,7 @@ pristine: ## Build each component's PRISTINE_BINARIES (no patches) into _output/
 	hack/make-rules/build-pristine.sh
 
 .PHONY: tools
-tools: ## Build the pinned tools (etcd, kwok, kwokctl) into _output/bin
+tools: ## Build the pinned tools (etcd, kwok, kwokctl, golangci-lint-kube-api-linter; hack/tools/*) into _output/bin
 	hack/make-rules/tools.sh
 
 .PHONY: codegen

@@ -15,18 +15,8 @@ ALL_STEPS=(conversions deep-copies defaulters)
 component::load descheduler
 [[ -d "${COMPONENT_TREE}/.git" ]] || fatal "${COMPONENT_TREE} is not materialised: run 'make materialize COMPONENT=descheduler' first"
 
-steps=("$@")
-[[ ${#steps[@]} -gt 0 ]] || steps=(all)
-run=()
-for s in "${steps[@]}"; do
-  if [[ "${s}" == all ]]; then
-    run+=("${ALL_STEPS[@]}")
-  elif [[ " ${ALL_STEPS[*]} " == *" ${s} "* ]]; then
-    run+=("${s}")
-  else
-    fatal "unknown step '${s}': one of all ${ALL_STEPS[*]}"
-  fi
-done
+run_steps="$(component::codegen_steps "${ALL_STEPS[@]}" -- "$@")"
+mapfile -t run <<<"${run_steps}"
 for s in "${run[@]}"; do
   log "descheduler codegen: hack/update-generated-${s}.sh"
   (cd "${COMPONENT_TREE}" && GOFLAGS='' bash "hack/update-generated-${s}.sh")

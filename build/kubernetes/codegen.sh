@@ -314,18 +314,8 @@ if [[ "${1:-}" == __step ]]; then
   exit 0
 fi
 
-steps=("$@")
-[[ ${#steps[@]} -gt 0 ]] || steps=(all)
-run=()
-for s in "${steps[@]}"; do
-  if [[ "${s}" == all ]]; then
-    run+=("${ALL_STEPS[@]}")
-  elif [[ " ${ALL_STEPS[*]} " == *" ${s} "* ]]; then
-    run+=("${s}")
-  else
-    fatal "unknown step '${s}': one of all ${ALL_STEPS[*]}"
-  fi
-done
+run_steps="$(component::codegen_steps "${ALL_STEPS[@]}" -- "$@")"
+mapfile -t run <<<"${run_steps}"
 
 codegen::go_env
 codegen::download_modules

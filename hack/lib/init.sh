@@ -73,6 +73,33 @@ component::all() {
   printf '%s\n' "${first[@]}" "${later[@]}" | sed '/^$/d'
 }
 
+# component::named_or_all [NAME...]: the NAMEs, or every component when none
+# is given, one a line: what a script's component arguments default to.
+component::named_or_all() {
+  if [[ $# -gt 0 ]]; then printf '%s\n' "$@"; else component::all; fi
+}
+
+# component::codegen_steps ALL_STEP... -- [STEP...]: the steps a codegen hook
+# runs for its arguments (none or "all": every step of ALL_STEPS, in order),
+# one a line; fails on a step the hook does not have.
+component::codegen_steps() {
+  local -a all=() asked=()
+  while [[ $# -gt 0 && "$1" != -- ]]; do all+=("$1"); shift; done
+  [[ $# -gt 0 ]] && shift
+  asked=("$@")
+  [[ ${#asked[@]} -gt 0 ]] || asked=(all)
+  local s
+  for s in "${asked[@]}"; do
+    if [[ "${s}" == all ]]; then
+      printf '%s\n' "${all[@]}"
+    elif [[ " ${all[*]} " == *" ${s} "* ]]; then
+      printf '%s\n' "${s}"
+    else
+      fatal "unknown step '${s}': one of all ${all[*]}"
+    fi
+  done
+}
+
 # component::dependents NAME: the components built on NAME's patched tree
 # (their STAGING_FROM is NAME), one a line.
 component::dependents() {

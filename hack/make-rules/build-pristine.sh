@@ -15,8 +15,7 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 source "${REPO_ROOT}/hack/lib/build.sh"
 
-components=("$@")
-[[ ${#components[@]} -gt 0 ]] || mapfile -t components < <(component::all)
+mapfile -t components < <(component::named_or_all "$@")
 for c in "${components[@]}"; do
   read -ra binaries <<<"$(component::setting "${c}" PRISTINE_BINARIES)"
   [[ ${#binaries[@]} -gt 0 ]] || continue

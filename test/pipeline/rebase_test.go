@@ -39,9 +39,7 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../hack/lib/init.sh"
 ALL_STEPS=(exports)
 component::load uuid
-for s in "${@:-all}"; do
-  [[ "${s}" == all || " ${ALL_STEPS[*]} " == *" ${s} "* ]] || fatal "unknown step '${s}': one of all ${ALL_STEPS[*]}"
-done
+component::codegen_steps "${ALL_STEPS[@]}" -- "$@" >/dev/null
 cd "${COMPONENT_TREE}"
 [[ -f zz_generated.exports.txt ]] || exit 0
 ls *.go | grep -v '_test\.go$' | xargs grep -h -o -E '^(func [A-Z][A-Za-z0-9_]*|	[A-Z][A-Za-z0-9_]* +=)' |
@@ -136,6 +134,28 @@ func (r *rebaseRepo) addFunc(t *testing.T, file, name string) {
 	r.generate(t)
 }
 
+// backportMax makes upstream's own change between the releases (c58770e,
+// "add Max UUID constant") in the tree, as a backport would.
+func (r *rebaseRepo) backportMax(t *testing.T) {
+	t.Helper()
+	r.replace(t, "hash.go", "\tNil           UUID // empty UUID, all zeros\n",
+		"\tNil           UUID // empty UUID, all zeros\n\n"+
+			"\t// The Max UUID is special form of UUID that is specified to have all 128 bits set to 1.\n"+
+			"\tMax = UUID{\n"+
+			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
+			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
+			"\t}\n")
+}
+
+// testMoreLengths changes TestVersion7's `x < 32` to `x < 64`: the line
+// upstream changed to `x < 128` between the releases, so the change
+// conflicts by hand.
+func (r *rebaseRepo) testMoreLengths(t *testing.T) {
+	t.Helper()
+	r.replace(t, "uuid_test.go", "func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 32; x++ {",
+		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
+}
+
 func (r *rebaseRepo) export(t *testing.T) { r.mustRun(t, "export.sh", throwaway) }
 
 func (r *rebaseRepo) patchNames(t *testing.T) []string {
@@ -228,8 +248,7 @@ func TestRebaseGeneratedConflict(t *testing.T) {
 
 func TestRebaseHandConflict(t *testing.T) {
 	r := newRebaseRepo(t)
-	r.replace(t, "uuid_test.go", "func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 32; x++ {",
-		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
+	r.testMoreLengths(t)
 	r.commit(t, "uuid: test more lengths", "Rebase-Policy: carry")
 	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: after the conflict.\n//\n// Package uuid")
 	r.commit(t, "doc: a change after the conflict", "Rebase-Policy: carry")
@@ -275,8 +294,7 @@ func TestRebaseHandConflict(t *testing.T) {
 
 func TestRebaseAbort(t *testing.T) {
 	r := newRebaseRepo(t)
-	r.replace(t, "uuid_test.go", "func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 32; x++ {",
-		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
+	r.testMoreLengths(t)
 	r.commit(t, "uuid: test more lengths", "Rebase-Policy: carry")
 	r.export(t)
 	before := r.git(t, "rev-parse", "HEAD")
@@ -296,13 +314,7 @@ func TestRebaseDropsWhatUpstreamMerged(t *testing.T) {
 	r := newRebaseRepo(t)
 	// Upstream's own change between the releases (c58770e, "add Max UUID
 	// constant"), carried as a backport.
-	r.replace(t, "hash.go", "\tNil           UUID // empty UUID, all zeros\n",
-		"\tNil           UUID // empty UUID, all zeros\n\n"+
-			"\t// The Max UUID is special form of UUID that is specified to have all 128 bits set to 1.\n"+
-			"\tMax = UUID{\n"+
-			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
-			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
-			"\t}\n")
+	r.backportMax(t)
 	r.commit(t, "uuid: add the Max UUID", "Rebase-Policy: drop-when-upstream https://github.com/google/uuid/pull/149")
 	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: kept.\n//\n// Package uuid")
 	r.commit(t, "doc: kept", "Rebase-Policy: carry")
@@ -363,16 +375,9 @@ func TestThrowawayComponentThroughEveryScript(t *testing.T) {
 // checkout or the tree.
 func TestRebaseReport(t *testing.T) {
 	r := newRebaseRepo(t)
-	r.replace(t, "hash.go", "\tNil           UUID // empty UUID, all zeros\n",
-		"\tNil           UUID // empty UUID, all zeros\n\n"+
-			"\t// The Max UUID is special form of UUID that is specified to have all 128 bits set to 1.\n"+
-			"\tMax = UUID{\n"+
-			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
-			"\t\t0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,\n"+
-			"\t}\n")
+	r.backportMax(t)
 	r.commit(t, "uuid: add the Max UUID", "Rebase-Policy: drop-when-upstream https://github.com/google/uuid/pull/149")
-	r.replace(t, "uuid_test.go", "func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 32; x++ {",
-		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
+	r.testMoreLengths(t)
 	r.commit(t, "uuid: test more lengths", "Rebase-Policy: carry")
 	r.addFunc(t, "min.go", "Min")
 	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")

@@ -31,8 +31,7 @@ CHECKS=(series export gofmt shellcheck trailers versions docs api-lint staging-o
 # Checks that take the components as arguments.
 PER_COMPONENT=" series export gofmt trailers api-lint staging-replaces codegen "
 
-components=("$@")
-[[ ${#components[@]} -gt 0 ]] || mapfile -t components < <(component::all)
+mapfile -t components < <(component::named_or_all "$@")
 
 applicable() {
   local c

@@ -12,8 +12,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
-components=("$@")
-[[ ${#components[@]} -gt 0 ]] || mapfile -t components < <(component::all)
+mapfile -t components < <(component::named_or_all "$@")
 linter="${OUTPUT_BIN}/golangci-lint-kube-api-linter"
 rc=0
 for c in "${components[@]}"; do

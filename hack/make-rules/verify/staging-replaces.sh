@@ -8,10 +8,8 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-candidates=("$@")
-[[ ${#candidates[@]} -gt 0 ]] || mapfile -t candidates < <(component::all)
 components=()
-for c in "${candidates[@]}"; do
+for c in $(component::named_or_all "$@"); do
   [[ -z "$(component::setting "${c}" STAGING_FROM)" ]] || components+=("${c}")
 done
 [[ ${#components[@]} -gt 0 ]] || { log "verify staging-replaces: no component sets STAGING_FROM"; exit 0; }

@@ -16,8 +16,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
-components=("$@")
-[[ ${#components[@]} -gt 0 ]] || mapfile -t components < <(component::all)
+mapfile -t components < <(component::named_or_all "$@")
 bad=0
 complain() { printf '%s\n' "$*" >&2; bad=1; }
 for c in "${components[@]}"; do

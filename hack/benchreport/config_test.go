@@ -114,3 +114,64 @@ func TestParseFeatureGate(t *testing.T) {
 		}
 	}
 }
+
+func TestMeasuredPods(t *testing.T) {
+	config := []byte(`
+- name: Collect
+  workloadTemplate:
+  - opcode: createPods
+    countParam: $initPods
+  - opcode: createPods
+    count: 7
+    collectMetrics: true
+  - opcode: startCollectingMetrics
+  - opcode: createPods
+    countParam: $preemptors
+    skipWaitToCompletion: true
+  - opcode: barrier
+  - opcode: stopCollectingMetrics
+  - opcode: createPods
+    countParam: $initPods
+  workloads:
+  - name: A
+    params: {initPods: 100, preemptors: 20}
+  - name: B
+    params: {initPods: 100, preemptors: 3}
+- name: Nothing
+  workloadTemplate:
+  - opcode: createPods
+    count: 3
+  workloads:
+  - name: C
+`)
+	if _, err := measuredPods(config); err == nil || !strings.Contains(err.Error(), "Nothing/C measures no pods") {
+		t.Errorf("a workload without measured pods: got %v", err)
+	}
+	got, err := measuredPods(config[:strings.Index(string(config), "- name: Nothing")])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Collect/A 27\nCollect/B 10\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestWithFallback(t *testing.T) {
+	src := []byte("- name: A\n  workloads: [{name: x}]\n")
+	fallback := []byte("- name: A\n  workloads: [{name: other}]\n- name: B\n  workloads: [{name: y}]\n- name: C\n  workloads: [{name: z}]\n")
+	sels := []selection{{TestCase: "A", Name: "x", Base: "x"}, {TestCase: "B", Name: "y", Base: "y"}}
+	merged, err := withFallback(src, fallback, sels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tcs []map[string]any
+	if err := yaml.Unmarshal(merged, &tcs); err != nil {
+		t.Fatal(err)
+	}
+	if len(tcs) != 2 || tcs[0]["name"] != "A" || tcs[1]["name"] != "B" {
+		t.Errorf("got %v; want A from the source (not the fallback's) and B from the fallback, not C", tcs)
+	}
+	if ws := tcs[0]["workloads"].([]any); ws[0].(map[string]any)["name"] != "x" {
+		t.Errorf("A was taken from the fallback: %v", ws)
+	}
+}

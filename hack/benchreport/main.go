@@ -10,6 +10,13 @@
 // feature gates of that workload), with the variant's feature gates and the
 // metrics the report needs;
 //
+//	benchreport run -watch DIR -out FILE -name TESTCASE/NAME -pods N [-perf] -- COMMAND...
+//
+// runs one scheduler_perf benchmark (with -perf-cpuprofile) and writes the
+// CPU time of its measured phase (process and descendants, from /proc when
+// scheduler_perf creates and closes its CPU profile) and of the whole run
+// (rusage), per measured pod, as a DataItems file;
+//
 //	benchreport report -raw DIR -md FILE -json FILE [-meta KEY=VALUE]...
 //
 // reads the DataItems JSON files scheduler_perf wrote, laid out as
@@ -26,7 +33,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport config|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchreport config|run|report|perf-works [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -35,8 +42,15 @@ func main() {
 		err = runConfig(os.Args[2:])
 	case "report":
 		err = runReport(os.Args[2:])
+	case "run":
+		err = runRun(os.Args[2:])
+	case "perf-works":
+		// Exit status 0 if perf stat counts instructions here.
+		if !perfInstructionsWork() {
+			os.Exit(1)
+		}
 	default:
-		err = fmt.Errorf("unknown command %q: want config or report", os.Args[1])
+		err = fmt.Errorf("unknown command %q: want config, run, report or perf-works", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "benchreport: %v\n", err)

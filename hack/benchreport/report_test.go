@@ -45,16 +45,24 @@ func TestWorkloadName(t *testing.T) {
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // testdata/raw: three rounds; PreemptionBasic/250Nodes for the three
-// variants, PreemptionProtectedBelowThreshold/200Nodes without upstream.
+// variants, PreemptionProtectedBelowThreshold/200Nodes without upstream,
+// and the CPU files of `run` for those and PreemptionPDB/5Nodes.
 func TestBuildReport(t *testing.T) {
 	r, err := buildReport("testdata/raw")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Workloads) != 2 {
-		t.Fatalf("got %d workloads, want 2: %+v", len(r.Workloads), r.Workloads)
+	if len(r.Workloads) != 3 {
+		t.Fatalf("got %d workloads, want 3: %+v", len(r.Workloads), r.Workloads)
 	}
-	basic, protected := r.Workloads[0], r.Workloads[1]
+	basic, pdb, protected := r.Workloads[0], r.Workloads[1], r.Workloads[2]
+	if pdb.Name != "PreemptionPDB/5Nodes" || pdb.Baseline != variantUpstream {
+		t.Errorf("workload %q with baseline %q", pdb.Name, pdb.Baseline)
+	}
+	// Paired by round: 21/20, 21.5/22, 20/21.
+	if p := basic.PairedRatios[variantGateOff]["cpu_phase_per_pod"]; p.N != 3 || !near(p.Min, 20.0/21) || !near(p.Max, 21.0/20) || !near(p.Median, 21.5/22) {
+		t.Errorf("paired CPU ratios of the gate off %+v, want 20/21, 21.5/22, 21/20", p)
+	}
 	if basic.Name != "PreemptionBasic/250Nodes" || protected.Name != "PreemptionProtectedBelowThreshold/200Nodes" {
 		t.Fatalf("workloads %q, %q", basic.Name, protected.Name)
 	}
@@ -92,12 +100,12 @@ func TestBuildReport(t *testing.T) {
 		t.Errorf("goroutine latency reported for a workload without it")
 	}
 
-	// PreemptionBasic: gate off within noise (phase 11 s, upstream 10-12 s:
-	// met), gate on throughput 11/12.5 = 0.88x (missed), p99 goroutine +12%
-	// (missed). The protected workload, against the gate off: throughput
-	// 21/24 = 0.875x (missed), no goroutine latency.
-	if len(r.Goals) != 4 {
-		t.Fatalf("got %d goals, want 4: %+v", len(r.Goals), r.Goals)
+	// CPU per measured pod: PreemptionBasic gate off 21/21 (<= 1.02x: met),
+	// gate on 23/21 (missed); PreemptionPDB gate off 51/105 (<= 0.70x: met),
+	// gate on 75/105 (missed); the protected workload gate on / gate off
+	// 33/31 (<= 1.10x: met), without goroutine latency.
+	if len(r.Goals) != 5 {
+		t.Fatalf("got %d goals, want 5: %+v", len(r.Goals), r.Goals)
 	}
 	for i, want := range []struct {
 		workload string
@@ -105,9 +113,10 @@ func TestBuildReport(t *testing.T) {
 		met      bool
 	}{
 		{"PreemptionBasic/250Nodes", 1, true},
-		{"PreemptionBasic/250Nodes", 11 / 12.5, false},
-		{"PreemptionBasic/250Nodes", 460.0 / 410, false},
-		{"PreemptionProtectedBelowThreshold/200Nodes", 21.0 / 24, false},
+		{"PreemptionBasic/250Nodes", 23.0 / 21, false},
+		{"PreemptionPDB/5Nodes", 51.0 / 105, true},
+		{"PreemptionPDB/5Nodes", 75.0 / 105, false},
+		{"PreemptionProtectedBelowThreshold/200Nodes", 33.0 / 31, true},
 	} {
 		g := r.Goals[i]
 		if g.Workload != want.workload || !near(g.Ratio, want.ratio) || g.Met != want.met {
@@ -124,10 +133,10 @@ func TestBuildReport(t *testing.T) {
 		"## PreemptionProtectedBelowThreshold/200Nodes",
 		"| measure | patched, gate off | patched, gate on | patched, gate on / patched, gate off |",
 		"| scheduling throughput (pods/s) | 55.0 [50.0-60.0] | 42.0 [40.0-44.0] | 0.76x |",
-		"| PreemptionBasic/250Nodes | gate off: 1.00x upstream throughput within noise (phase duration median inside upstream's min-max) | 1.00x (phase 11.0 s vs 10.0-12.0 s); SchedulingThroughput average 1.00x | yes |",
-		"| PreemptionBasic/250Nodes | gate on: >= 0.95x upstream throughput (pods per second of the measured phase) | 0.88x (phase 12.5 s vs 11.0 s); SchedulingThroughput average 0.85x | **no** |",
-		"| PreemptionBasic/250Nodes | gate on (eviction): <= 1.10x upstream (DELETE) p99 preemption goroutine latency | 1.12x (460 vs 410 ms); 1.14x gate off (DELETE, same binary) | **no** |",
-		"| PreemptionProtectedBelowThreshold/200Nodes | gate on: >= 0.95x gate off throughput (pods per second of the measured phase) | 0.88x (phase 24.0 s vs 21.0 s); SchedulingThroughput average 0.76x | **no** |",
+		"| PreemptionBasic/250Nodes | gate off: CPU per measured pod <= 1.02x upstream | 1.00x (21.0 vs 21.0 ms; single rounds 0.95x-1.05x) | yes |",
+		"| PreemptionPDB/5Nodes | gate on: CPU per measured pod <= 0.70x upstream | 0.71x (75.0 vs 105 ms; single rounds 0.67x-0.80x) | **no** |",
+		"| PreemptionProtectedBelowThreshold/200Nodes | gate on: CPU per measured pod <= 1.10x gate off | 1.06x (33.0 vs 31.0 ms; single rounds 1.03x-1.10x) | yes |",
+		"| CPU per measured pod, measured phase (ms) | 21.0 [20.0-22.0] | 21.0 [20.0-21.5] | 23.0 [22.0-24.0] | 1.00x | 1.10x |",
 		"Runs: upstream 3, patched, gate off 3, patched, gate on 3.",
 	} {
 		if !strings.Contains(md, want) {
@@ -170,7 +179,7 @@ func TestRunReport(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Workloads) != 2 || r.Workloads[0].Variants[variantGateOn]["throughput"].Median != 85 || len(r.Workloads[0].Variants[variantGateOn]["throughput"].Values) != 3 {
+	if len(r.Workloads) != 3 || r.Workloads[0].Variants[variantGateOn]["throughput"].Median != 85 || len(r.Workloads[0].Variants[variantGateOn]["throughput"].Values) != 3 {
 		t.Errorf("JSON summary: %+v", r.Workloads)
 	}
 

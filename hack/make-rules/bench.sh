@@ -25,10 +25,27 @@
 #     eviction. PreemptionAsync's measured pods do not preempt (the churned
 #     preemptors do, asynchronously), so the preemption goroutine latency
 #     comes from there.
+#   default_preemption/PreemptionPDB: PreemptionBasic with a
+#     PodDisruptionBudget for every four victims (patch 0001, which converts
+#     their selectors once per preemption attempt); it uses only upstream's
+#     features, so upstream runs it too, from the patched tree's config and
+#     templates. At 250 and 1000 nodes (as many budgets), to show how the
+#     cost grows; upstream's dry run of one attempt at 1000 nodes takes
+#     seconds, hence only 50 measured pods there.
 #   disruption_policy/PreemptionProtected{Below,Above}Threshold: KEP-3280's
 #     (patch 0013); upstream does not have them (nor the pod field and the
 #     gate they use), so only gate-off and gate-on run them, and their ratios
-#     are gate on / gate off.
+#     are gate on / gate off. Above the threshold also at 1000 nodes and 1000
+#     budgets, with 100 preemptors (below it, the workload's check needs
+#     more preemptors than budgets: 2000 attempts would not fit a run).
+# Every run has -perf-cpuprofile on: hack/benchreport run reads the CPU time
+# of the process and its descendants (etcd) when scheduler_perf creates the
+# profile at the start of the measured phase and when it closes it at the
+# end, and the CPU time of the whole run from rusage. The goals are decided
+# on the CPU time per measured pod, which a shared machine measures where
+# wall-clock time cannot; where perf stat counts instructions, the report
+# also gives the instructions per measured pod of the whole run. The
+# profiles are kept in _output/bench/run/profiles.
 # Each run is a process of its own (one workload of one variant: the
 # scheduler registers its metrics once per process, and no heap is carried
 # over). Every round runs each workload once per variant, the variants in a
@@ -44,9 +61,11 @@
 #
 # Knobs:
 #   BENCH_ROUNDS=5            rounds
-#   BENCH_BASIC, BENCH_ASYNC, BENCH_PROTECTED   workloads (defaults below)
-#   BENCH_PROFILE=1           also write CPU profiles of the measured phases
-#                             (-perf-cpuprofile) to _output/bench/run/profiles
+#   BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED, BENCH_PROTECTED_SCALE
+#                             workloads (defaults below; BENCH_PDB is a list,
+#                             BENCH_PROTECTED_SCALE may be empty)
+#   BENCH_VICTIM_REMOVAL=400  victims per method of BenchmarkVictimRemoval,
+#                             run once per round (0: not run)
 #   BENCH_ARGS="..."          more flags for the scheduler_perf test binaries
 #   BENCH_OUT=benchmarks      where results go
 set -o errexit -o nounset -o pipefail
@@ -55,11 +74,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 BENCH_ROUNDS="${BENCH_ROUNDS:-5}"
 BENCH_BASIC="${BENCH_BASIC:-250Nodes_SyncPreemption=1000Nodes:initNodes=250,initPods=1000,measurePods=250@SchedulerAsyncPreemption=false}"
 BENCH_ASYNC="${BENCH_ASYNC:-500Nodes}"
+BENCH_PDB="${BENCH_PDB:-250Nodes=500Nodes:initNodes=250,pdbs=250,initPods=1000,measurePods=100 1000Nodes_50Pods=1000Nodes:measurePods=50}"
 BENCH_PROTECTED="${BENCH_PROTECTED:-100Nodes}"
-BENCH_PROFILE="${BENCH_PROFILE:-0}"
+BENCH_VICTIM_REMOVAL="${BENCH_VICTIM_REMOVAL:-400}"
+BENCH_PROTECTED_SCALE="${BENCH_PROTECTED_SCALE-1000Nodes_100Preemptors=1000Nodes:preemptors=100}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 BENCH_OUT="${BENCH_OUT:-${REPO_ROOT}/benchmarks}"
 [[ "${BENCH_ROUNDS}" =~ ^[1-9][0-9]*$ ]] || fatal "BENCH_ROUNDS must be a positive number, not '${BENCH_ROUNDS}'"
+[[ "${BENCH_VICTIM_REMOVAL}" =~ ^[0-9]+$ ]] || fatal "BENCH_VICTIM_REMOVAL must be a number of victims (0: none), not '${BENCH_VICTIM_REMOVAL}'"
 
 component::load kubernetes
 GATE=DisruptionPolicyInPriorityClass
@@ -72,8 +94,15 @@ TOPICS=(default_preemption disruption_policy)
 # selections TOPIC: the workloads of TOPIC, one a line.
 selections() {
   case "$1" in
-    default_preemption) printf '%s\n' "PreemptionBasic/${BENCH_BASIC}" "PreemptionAsync/${BENCH_ASYNC}" ;;
-    disruption_policy) printf '%s\n' "PreemptionProtectedBelowThreshold/${BENCH_PROTECTED}" "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED}" ;;
+    default_preemption)
+      printf '%s\n' "PreemptionBasic/${BENCH_BASIC}" "PreemptionAsync/${BENCH_ASYNC}"
+      local w
+      for w in ${BENCH_PDB}; do printf '%s\n' "PreemptionPDB/${w}"; done
+      ;;
+    disruption_policy)
+      printf '%s\n' "PreemptionProtectedBelowThreshold/${BENCH_PROTECTED}" "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED}"
+      [[ -z "${BENCH_PROTECTED_SCALE}" ]] || printf '%s\n' "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED_SCALE}"
+      ;;
   esac
 }
 
@@ -132,6 +161,13 @@ for variant in upstream gate-on; do # gate-off uses the gate-on binary
   done
 done
 
+# BenchmarkVictimRemoval (test/integration): the kube-apiserver's CPU per
+# protected victim, deleted (gate off) or evicted (gate on), with the
+# patched binaries of _output/bin (built here if missing or older).
+"${REPO_ROOT}/hack/make-rules/build.sh" kube-apiserver >/dev/null || fatal "building kube-apiserver failed"
+log "building the BenchmarkVictimRemoval binary"
+(cd "${REPO_ROOT}" && go test -c -o "${BENCH_DIR}/bin/integration.test" ./test/integration) || fatal "building test/integration failed"
+
 # --- configs: <run>/configs/<variant>/<topic>/performance-config.yaml, with
 # copies of the tree's templates next to it, as the relative paths in
 # configs expect (copies: the runs do not depend on the tree any more).
@@ -153,8 +189,19 @@ for variant in "${VARIANTS[@]}"; do
     if [[ -d "${tree}/${PERF}/${topic}/templates" ]]; then
       cp -r "${tree}/${PERF}/${topic}/templates" "${dir}/templates"
     fi
+    fallback=()
+    if [[ "${variant}" == upstream ]]; then
+      # Workloads the patches add and upstream can run (PreemptionPDB):
+      # their test cases and templates come from the patched tree.
+      fallback=(-fallback "${COMPONENT_TREE}/${PERF}/${topic}/performance-config.yaml")
+      if [[ -d "${COMPONENT_TREE}/${PERF}/${topic}/templates" ]]; then
+        mkdir -p "${dir}/templates"
+        cp -rn "${COMPONENT_TREE}/${PERF}/${topic}/templates/." "${dir}/templates/"
+      fi
+    fi
     mapfile -t sels < <(selections "${topic}")
     "${report_tool}" config -in "${tree}/${PERF}/${topic}/performance-config.yaml" -out "${dir}/performance-config.yaml" \
+      ${fallback[@]+"${fallback[@]}"} -pods-out "${dir}/measured-pods" \
       -collect-metrics -feature-gate "${gate}" "${sels[@]}" || fatal "writing the ${variant} config of ${topic} failed"
   done
 done
@@ -162,9 +209,13 @@ done
 # --- rounds
 export PATH="${OUTPUT_BIN}:${PATH}"
 command -v etcd >/dev/null || fatal "etcd is not in ${OUTPUT_BIN}: run 'make tools'"
-profile_args=()
-[[ "${BENCH_PROFILE}" == "1" ]] && profile_args=(-perf-cpuprofile)
 read -r -a extra_args <<<"${BENCH_ARGS}"
+run_args=()
+instructions="not counted: perf stat -e instructions does not count them on this machine"
+if "${report_tool}" perf-works; then
+  run_args=(-perf)
+  instructions="perf stat -e instructions, of the whole run"
+fi
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 date_start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 bench_start=${SECONDS}
@@ -184,12 +235,18 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
         name="${variant}-round-${round}-${workload//\//-}"
         data="${RUN}/data/${name}"
         mkdir -p "${data}" "${RUN}/logs/${name}" "${RUN}/raw/${variant}/round-${round}"
+        pods="$(awk -v w="${workload}" '$1 == w {print $2}' "${RUN}/configs/${variant}/${topic}/measured-pods")"
+        [[ -n "${pods}" ]] || fatal "no count of measured pods for ${workload} in ${RUN}/configs/${variant}/${topic}/measured-pods"
         start=${SECONDS}
+        # benchreport run measures the CPU time of the measured phase, which
+        # -perf-cpuprofile marks with the creation and close of its profile.
         if ! (cd "${RUN}/configs/${variant}/${topic}" &&
           KUBE_CACHE_MUTATION_DETECTOR=false ARTIFACTS="${RUN}/logs/${name}" \
+            "${report_tool}" run -watch "${data}" -out "${RUN}/raw/${variant}/round-${round}/${workload//\//_}.cpu.json" \
+            -name "${workload}" -pods "${pods}" ${run_args[@]+"${run_args[@]}"} -- \
             "$(binary_of "${variant}" "${topic}")" -test.run '^$' -test.bench "^BenchmarkPerfScheduling\$/^${workload%%/*}\$/^${workload#*/}\$" \
             -test.benchtime 1x -test.timeout 60m -perf-scheduling-label-filter=bench -data-items-dir "${data}" \
-            ${profile_args[@]+"${profile_args[@]}"} ${extra_args[@]+"${extra_args[@]}"}) >"${RUN}/logs/${name}.log" 2>&1; then
+            -perf-cpuprofile ${extra_args[@]+"${extra_args[@]}"}) >"${RUN}/logs/${name}.log" 2>&1; then
           fatal "round ${round}, ${variant}, ${workload} failed after $((SECONDS - start)) s: see ${RUN}/logs/${name}.log and ${RUN}/logs/${name}/"
         fi
         results=("${data}"/BenchmarkPerfScheduling_benchmark_*.json)
@@ -201,13 +258,26 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
       done
     done
   done
+  if [[ "${BENCH_VICTIM_REMOVAL}" != "0" ]]; then
+    start=${SECONDS}
+    out="${RUN}/data/victim-removal-round-${round}"
+    mkdir -p "${out}" "${RUN}/raw/gate-off/round-${round}" "${RUN}/raw/gate-on/round-${round}"
+    (cd "${REPO_ROOT}" && KUBE_GUARD_VICTIM_REMOVAL_OUT="${out}" "${BENCH_DIR}/bin/integration.test" -test.run '^$' \
+      -test.bench '^BenchmarkVictimRemoval$' -test.benchtime "${BENCH_VICTIM_REMOVAL}x") >"${RUN}/logs/victim-removal-round-${round}.log" 2>&1 ||
+      fatal "round ${round}: BenchmarkVictimRemoval failed: see ${RUN}/logs/victim-removal-round-${round}.log"
+    mv "${out}/gate-off.json" "${RUN}/raw/gate-off/round-${round}/VictimRemoval.json"
+    mv "${out}/gate-on.json" "${RUN}/raw/gate-on/round-${round}/VictimRemoval.json"
+    log "round ${round}/${BENCH_ROUNDS}: BenchmarkVictimRemoval (${BENCH_VICTIM_REMOVAL} victims per method) in $((SECONDS - start)) s"
+  fi
 done
 elapsed=$((SECONDS - bench_start))
-if [[ "${BENCH_PROFILE}" == "1" ]]; then
-  mkdir -p "${RUN}/profiles"
-  find "${RUN}/data" -name '*.prof' -exec mv {} "${RUN}/profiles/" \;
-  log "CPU profiles in ${RUN}/profiles (go tool pprof -top <files>)"
-fi
+mkdir -p "${RUN}/profiles"
+for d in "${RUN}"/data/*/; do
+  for f in "${d}"*.prof; do
+    if [[ -f "${f}" ]]; then mv "${f}" "${RUN}/profiles/$(basename "${d}").prof"; fi
+  done
+done
+log "CPU profiles of the measured phases in ${RUN}/profiles (go tool pprof -top <files>)"
 
 # --- report
 repo_commit="$(git -C "${REPO_ROOT}" rev-parse --short=12 HEAD)"
@@ -220,13 +290,14 @@ describe_selections() {
 }
 meta=(
   -meta "date (UTC)=${date_start}, ${elapsed} s for the rounds ($((elapsed / 60)) min $((elapsed % 60)) s)"
-  -meta "command=make bench (BENCH_ROUNDS=${BENCH_ROUNDS}$([[ "${BENCH_PROFILE}" == "1" ]] && echo ", BENCH_PROFILE=1")${BENCH_ARGS:+, BENCH_ARGS=${BENCH_ARGS}})"
+  -meta "command=make bench (BENCH_ROUNDS=${BENCH_ROUNDS}${BENCH_ARGS:+, BENCH_ARGS=${BENCH_ARGS}})"
   -meta "machine=$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr), $(go version | cut -d' ' -f3)"
   -meta "load average (1/5/15 min)=${load_start} at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end: the machine is shared, other builds may have run during the rounds"
   -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
   -meta "patched=$(component::series_files | wc -l) patches of patches/${COMPONENT_NAME} on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
   -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
-  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload; PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off"
+  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload; PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
+  -meta "CPU time=user + system time of the benchmark process and its descendants (etcd), read from /proc when scheduler_perf creates and closes the CPU profile of the measured phase (-perf-cpuprofile, on in every run), and from rusage for the whole run (hack/benchreport run); instructions: ${instructions}"
   -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, variants interleaved in the order $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
 )
 mkdir -p "${BENCH_OUT}"

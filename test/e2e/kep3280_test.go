@@ -129,6 +129,7 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 		require.Empty(t, p.Status.NominatedNodeName, "no node is nominated for it")
 		require.Equal(t, g.pods, c.guardedPods(t, ns), "no guarded pod was replaced")
 		require.Empty(t, rec.PreemptedPods(), "no guarded pod got a DisruptionTarget condition")
+		require.Empty(t, rec.EvictedPods(), "no guarded pod got the eviction API's DisruptionTarget condition")
 		require.Empty(t, rec.DeletedPods(), "no guarded pod was deleted")
 		c.WaitPDB(t, ns, g.pdb, "still all healthy", func(s policyv1.PodDisruptionBudgetStatus) bool {
 			return s.CurrentHealthy == int32(len(c.Nodes))
@@ -150,7 +151,8 @@ func TestKEP3280ProtectedPreemption(t *testing.T) {
 			return len(rec.DeletedPods()) == 1, nil
 		})
 		victims := rec.DeletedPods()
-		require.Equal(t, victims, rec.PreemptedPods(), "the victim carried DisruptionTarget PreemptionByScheduler")
+		require.Equal(t, victims, rec.EvictedPods(), "the victim carried the eviction API's DisruptionTarget condition (EvictionByEvictionAPI)")
+		require.Empty(t, rec.PreemptedPods(), "the scheduler set a DisruptionTarget condition of its own on the victim it evicted")
 		c.Poll(t, "the PDB's status.disruptedPods to have listed the victim (it went through the eviction API)", func(ctx context.Context) (bool, error) {
 			return disrupted.seen(victims[0]), nil
 		})

@@ -273,6 +273,17 @@ func PreemptedByScheduler(pod *corev1.Pod) bool {
 	return false
 }
 
+// EvictedByEvictionAPI: the pod carries DisruptionTarget=True with reason
+// EvictionByEvictionAPI, the condition the eviction subresource sets.
+func EvictedByEvictionAPI(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.DisruptionTarget && cond.Status == corev1.ConditionTrue && cond.Reason == "EvictionByEvictionAPI" {
+			return true
+		}
+	}
+	return false
+}
+
 // pdb creates a policy/v1 PodDisruptionBudget on the pods with label app=<app>.
 func (c *Cluster) PDB(t *testing.T, ns, name, app string, minAvailable int, policy *policyv1.UnhealthyPodEvictionPolicyType) {
 	t.Helper()
@@ -313,6 +324,7 @@ func (c *Cluster) WaitPDB(t *testing.T, ns, name, what string, ok func(s policyv
 type PodRecorder struct {
 	mu        sync.Mutex
 	preempted map[string]bool // pod name -> seen with DisruptionTarget PreemptionByScheduler
+	evicted   map[string]bool // pod name -> seen with DisruptionTarget EvictionByEvictionAPI
 	deleted   map[string]bool
 	stop      func()
 }
@@ -322,7 +334,7 @@ func (c *Cluster) RecordPods(t *testing.T, ns, selector string) *PodRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := c.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	require.NoError(t, err)
-	r := &PodRecorder{preempted: map[string]bool{}, deleted: map[string]bool{}, stop: cancel}
+	r := &PodRecorder{preempted: map[string]bool{}, evicted: map[string]bool{}, deleted: map[string]bool{}, stop: cancel}
 	go func() {
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
@@ -332,6 +344,9 @@ func (c *Cluster) RecordPods(t *testing.T, ns, selector string) *PodRecorder {
 			r.mu.Lock()
 			if PreemptedByScheduler(pod) {
 				r.preempted[pod.Name] = true
+			}
+			if EvictedByEvictionAPI(pod) {
+				r.evicted[pod.Name] = true
 			}
 			if ev.Type == watch.Deleted {
 				r.deleted[pod.Name] = true
@@ -345,6 +360,11 @@ func (c *Cluster) RecordPods(t *testing.T, ns, selector string) *PodRecorder {
 
 func (r *PodRecorder) PreemptedPods() []string {
 	return r.names(r.preempted)
+}
+
+// EvictedPods are the pods seen with the eviction API's DisruptionTarget condition.
+func (r *PodRecorder) EvictedPods() []string {
+	return r.names(r.evicted)
 }
 
 func (r *PodRecorder) DeletedPods() []string {

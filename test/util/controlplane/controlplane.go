@@ -56,6 +56,13 @@ func PristineBinDir(t testing.TB) string {
 // stops it (SIGINT, SIGKILL 20 s later) and is also called at cleanup.
 func start(t testing.TB, dir, name, bin string, args ...string) func() {
 	t.Helper()
+	stop, _ := startProcess(t, dir, name, bin, args...)
+	return stop
+}
+
+// startProcess is start, also returning the process ID.
+func startProcess(t testing.TB, dir, name, bin string, args ...string) (func(), int) {
+	t.Helper()
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s: %v (run `make build` first)", bin, err)
 	}
@@ -97,7 +104,7 @@ func start(t testing.TB, dir, name, bin string, args ...string) func() {
 			}
 		}
 	})
-	return stop
+	return stop, cmd.Process.Pid
 }
 
 func tail(b []byte, n int) []byte {
@@ -110,15 +117,22 @@ func tail(b []byte, n int) []byte {
 // Etcd starts the project's etcd with a temporary data directory and returns its client URL.
 func Etcd(t testing.TB) string {
 	t.Helper()
+	url, _ := etcd(t)
+	return url
+}
+
+// etcd is Etcd, also returning the process ID.
+func etcd(t testing.TB) (string, int) {
+	t.Helper()
 	dir := t.TempDir()
 	client := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
 	peer := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
-	start(t, dir, "etcd", filepath.Join(BinDir(t), "etcd"),
+	_, pid := startProcess(t, dir, "etcd", filepath.Join(BinDir(t), "etcd"),
 		"--data-dir", filepath.Join(dir, "data"), "--name", "test",
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "test="+peer, "--log-level", "warn")
-	return client
+	return client, pid
 }
 
 // APIServer is a running kube-apiserver.
@@ -129,7 +143,10 @@ type APIServer struct {
 	EtcdRoot  string
 	Binary    string
 	ExtraArgs []string
-	stop      func()
+	// PID is the process ID of the kube-apiserver; EtcdPID that of the etcd
+	// StartAPIServer started (0 with Options.EtcdURL).
+	PID, EtcdPID int
+	stop         func()
 }
 
 // Stop stops the kube-apiserver (etcd keeps running), e.g. to start another
@@ -171,9 +188,9 @@ func (s *APIServer) ConfigFor(user string) *rest.Config {
 func StartAPIServer(t testing.TB, opts Options) *APIServer {
 	t.Helper()
 	dir := t.TempDir()
-	etcdURL := opts.EtcdURL
+	etcdURL, etcdPID := opts.EtcdURL, 0
 	if etcdURL == "" {
-		etcdURL = Etcd(t)
+		etcdURL, etcdPID = etcd(t)
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -211,7 +228,7 @@ func StartAPIServer(t testing.TB, opts Options) *APIServer {
 	if bin == "" {
 		bin = filepath.Join(BinDir(t), "kube-apiserver")
 	}
-	stop := start(t, dir, "kube-apiserver", bin, args...)
+	stop, pid := startProcess(t, dir, "kube-apiserver", bin, args...)
 
 	cfg := &rest.Config{
 		Host:            fmt.Sprintf("https://127.0.0.1:%d", port),
@@ -237,7 +254,7 @@ func StartAPIServer(t testing.TB, opts Options) *APIServer {
 	if err != nil {
 		t.Fatalf("kube-apiserver did not become ready: %v (last answer: %s)", err, last)
 	}
-	return &APIServer{Config: cfg, Client: client, EtcdURL: etcdURL, EtcdRoot: "/registry", Binary: bin, ExtraArgs: args, stop: stop}
+	return &APIServer{Config: cfg, Client: client, EtcdURL: etcdURL, EtcdRoot: "/registry", Binary: bin, ExtraArgs: args, PID: pid, EtcdPID: etcdPID, stop: stop}
 }
 
 // WriteKubeconfig writes cfg (bearer token, server certificate not checked)
@@ -290,4 +307,30 @@ func StartControllerManager(t testing.TB, s *APIServer, controllers, featureGate
 		args = append(args, "--feature-gates="+featureGates)
 	}
 	return start(t, dir, "kube-controller-manager", filepath.Join(BinDir(t), "kube-controller-manager"), args...)
+}
+
+// ProcessCPU returns the user and system CPU time process pid has used, from
+// /proc/<pid>/stat (Linux).
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may contain spaces: the fields
+	// start after the last ')'. utime and stime are fields 14 and 15, in
+	// USER_HZ (100 on every Linux architecture Go supports).
+	line := string(b)
+	f := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		var v int64
+		if _, err := fmt.Sscan(s, &v); err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / 100, nil
 }

@@ -1,0 +1,188 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
+
+	"kube-guard/test/util/controlplane"
+)
+
+// removal is how kube-scheduler removes a preemption victim.
+type removal struct {
+	name string
+	// variant is the bench report's variant that removes a protected victim
+	// this way: gate-off deletes it, gate-on evicts it (KEP-3280).
+	variant string
+	remove  func(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error
+}
+
+var removals = []removal{
+	{
+		// Upstream's preemption, and the gate off: the DisruptionTarget
+		// condition (a strategic merge patch of the status, as
+		// pkg/scheduler/util.PatchPodStatus sends it), then DELETE.
+		name: "delete", variant: "gate-off",
+		remove: func(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error {
+			newPod := pod.DeepCopy()
+			newPod.Status.Conditions = append(newPod.Status.Conditions, corev1.PodCondition{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
+				Message: "default-scheduler: preempting to accommodate a higher priority pod", LastTransitionTime: metav1.Now(),
+			})
+			oldData, err := json.Marshal(corev1.Pod{Status: pod.Status})
+			if err != nil {
+				return err
+			}
+			newData, err := json.Marshal(corev1.Pod{Status: newPod.Status})
+			if err != nil {
+				return err
+			}
+			patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, &corev1.Pod{})
+			if err != nil {
+				return err
+			}
+			if _, err := c.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+				return err
+			}
+			return c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+		},
+	},
+	{
+		// The gate on, for a guarded victim: one eviction with a UID
+		// precondition; the eviction API sets the condition itself.
+		name: "evict", variant: "gate-on",
+		remove: func(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error {
+			return c.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+				ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+				DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+			})
+		},
+	},
+}
+
+// BenchmarkVictimRemoval measures the CPU time the patched kube-apiserver
+// (and etcd) spend per preemption victim removed, for the two ways
+// kube-scheduler removes one: a DELETE after the DisruptionTarget patch
+// (upstream, and the gate off), and an eviction (the gate on, for a
+// victim guarded by KEP-3280). Victims are running and ready, four per
+// PodDisruptionBudget, as in the scheduler_perf workloads of KEP-3280.
+// The CPU time is read from /proc, so the figure is the processes' work,
+// whatever else the machine does:
+//
+//	go test ./test/integration -run '^$' -bench BenchmarkVictimRemoval -benchtime 400x
+//
+// With KUBE_GUARD_VICTIM_REMOVAL_OUT=<dir>, each method also writes
+// <dir>/<variant>.json in scheduler_perf's DataItems format, for make bench.
+func BenchmarkVictimRemoval(b *testing.B) {
+	s := controlplane.StartAPIServer(b, controlplane.Options{})
+	ctx := context.Background()
+	for _, r := range removals {
+		b.Run(r.name, func(b *testing.B) {
+			b.StopTimer()
+			ns := fmt.Sprintf("victims-%s-%d", r.name, b.N)
+			_, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			require.NoError(b, err)
+			// No controller-manager creates it here; ServiceAccount admission needs it.
+			_, err = s.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+			require.NoError(b, err)
+			pods := createVictims(ctx, b, s.Client, ns, b.N)
+
+			apiBefore, err := controlplane.ProcessCPU(s.PID)
+			require.NoError(b, err)
+			etcdBefore, err := controlplane.ProcessCPU(s.EtcdPID)
+			require.NoError(b, err)
+			b.StartTimer()
+			for _, pod := range pods {
+				if err := r.remove(ctx, s.Client, pod); err != nil {
+					b.Fatalf("%s %s: %v", r.name, pod.Name, err)
+				}
+			}
+			b.StopTimer()
+			apiAfter, err := controlplane.ProcessCPU(s.PID)
+			require.NoError(b, err)
+			etcdAfter, err := controlplane.ProcessCPU(s.EtcdPID)
+			require.NoError(b, err)
+
+			left, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(b, err)
+			require.Empty(b, left.Items, "victims left after %s", r.name)
+			n := float64(b.N)
+			apiPerVictim := float64(apiAfter-apiBefore) / float64(time.Millisecond) / n
+			etcdPerVictim := float64(etcdAfter-etcdBefore) / float64(time.Millisecond) / n
+			b.ReportMetric(apiPerVictim, "apiserver-cpu-ms/victim")
+			b.ReportMetric(etcdPerVictim, "etcd-cpu-ms/victim")
+			if dir := os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_OUT"); dir != "" && b.N > 1 {
+				writeVictimRemoval(b, filepath.Join(dir, r.variant+".json"), b.N, apiPerVictim, etcdPerVictim)
+			}
+		})
+	}
+}
+
+// createVictims creates n running, ready pods in ns, bound to a node, four
+// per PodDisruptionBudget allowing four disruptions (the status the
+// disruption controller would compute: no controller runs here).
+func createVictims(ctx context.Context, b testing.TB, c kubernetes.Interface, ns string, n int) []*corev1.Pod {
+	b.Helper()
+	for i := 0; i < (n+3)/4; i++ {
+		minAvailable := intstr.FromInt32(0)
+		pdb, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pdb-%d", i)},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MinAvailable: &minAvailable,
+				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"pdb": fmt.Sprintf("pdb-%d", i)}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(b, err)
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 4, CurrentHealthy: 4, DesiredHealthy: 0, ExpectedPods: 4}
+		_, err = c.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
+		require.NoError(b, err)
+	}
+	var pods []*corev1.Pod
+	for i := 0; i < n; i++ {
+		pod, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("victim-%d", i), Labels: map[string]string{"pdb": fmt.Sprintf("pdb-%d", i/4)}},
+			Spec: corev1.PodSpec{
+				NodeName:                      "node-1",
+				TerminationGracePeriodSeconds: new(int64),
+				Containers:                    []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause"}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(b, err)
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		pod, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		require.NoError(b, err)
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
+// writeVictimRemoval writes the result as a scheduler_perf DataItems file,
+// workload VictimRemoval/ProtectedVictim.
+func writeVictimRemoval(b *testing.B, file string, n int, apiPerVictim, etcdPerVictim float64) {
+	b.Helper()
+	items := map[string]any{
+		"version": "v1",
+		"dataItems": []any{map[string]any{
+			"data":   map[string]float64{"APIServerPerVictim": apiPerVictim, "EtcdPerVictim": etcdPerVictim, "Victims": float64(n)},
+			"unit":   "ms",
+			"labels": map[string]string{"Metric": "VictimRemovalCPU", "Name": "VictimRemoval/ProtectedVictim/cpu"},
+		}},
+	}
+	data, err := json.MarshalIndent(items, "", "  ")
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(file, append(data, '\n'), 0o644))
+}

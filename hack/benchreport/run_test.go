@@ -80,7 +80,7 @@ func TestReadPerfInstructions(t *testing.T) {
 	dir := t.TempDir()
 	for content, want := range map[string]float64{
 		"# started on x\n\n123456789,,instructions:u,1000,100.00,,\n": 123456789,
-		"<not supported>,,instructions,0,100.00,,\n":                   -1,
+		"<not supported>,,instructions,0,100.00,,\n":                  -1,
 	} {
 		f := filepath.Join(dir, "perf")
 		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {

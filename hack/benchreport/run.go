@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,14 +15,12 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"kube-guard/test/util/procstat"
 )
 
 // metricCPU is the Metric label of the data item `run` writes.
 const metricCPU = "CPUTime"
-
-// clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
-// every Linux architecture Go supports.
-const clockTicks = 100
 
 // runRun runs a scheduler_perf benchmark binary (with -perf-cpuprofile) and
 // measures the CPU time of its measured phase: scheduler_perf creates the
@@ -161,7 +158,7 @@ func (w *profileWatcher) run(pid int) {
 			if !strings.HasSuffix(name, "-cpu.prof") {
 				continue
 			}
-			cpu, err := treeCPU(pid)
+			cpu, err := procstat.TreeCPU(pid)
 			now := time.Now()
 			w.mu.Lock()
 			switch {
@@ -197,79 +194,6 @@ func (w *profileWatcher) phase() (time.Duration, time.Duration, error) {
 		return 0, 0, fmt.Errorf("the benchmark did not create and close a *-cpu.prof file in %s (is -perf-cpuprofile set?)", w.dir)
 	}
 	return w.endCPU - w.startCPU, w.endAt.Sub(w.startAt), nil
-}
-
-// treeCPU returns the user and system CPU time of process pid and of all its
-// living descendants, plus that of the children they have waited for.
-func treeCPU(pid int) (time.Duration, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	type stat struct {
-		ppid  int
-		ticks int64
-	}
-	procs := map[int]stat{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone
-		}
-		ppid, ticks, err := parseStat(string(b))
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", p, err)
-		}
-		procs[p] = stat{ppid: ppid, ticks: ticks}
-	}
-	if _, ok := procs[pid]; !ok {
-		return 0, fmt.Errorf("process %d is gone", pid)
-	}
-	var total int64
-	for p, s := range procs {
-		for q := p; q > 1; q = procs[q].ppid {
-			if q == pid {
-				total += s.ticks
-				break
-			}
-			if _, ok := procs[q]; !ok {
-				break
-			}
-		}
-	}
-	return time.Duration(total) * time.Second / clockTicks, nil
-}
-
-// parseStat returns the parent and utime+stime+cutime+cstime of a
-// /proc/<pid>/stat line. The command name, in parentheses, may contain
-// spaces and parentheses: the fields start after the last ')'.
-func parseStat(line string) (int, int64, error) {
-	i := strings.LastIndexByte(line, ')')
-	if i < 0 {
-		return 0, 0, errors.New("no command name")
-	}
-	// After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17).
-	f := strings.Fields(line[i+1:])
-	if len(f) < 15 {
-		return 0, 0, fmt.Errorf("%d fields", len(f)+2)
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return 0, 0, err
-	}
-	var ticks int64
-	for _, k := range []int{11, 12, 13, 14} {
-		v, err := strconv.ParseInt(f[k], 10, 64)
-		if err != nil {
-			return 0, 0, err
-		}
-		ticks += v
-	}
-	return ppid, ticks, nil
 }
 
 // readPerfInstructions reads `perf stat -x , -e instructions` output:

@@ -66,16 +66,6 @@ func TestRunWithoutProfileFails(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	ppid, ticks, err := parseStat("42 (a (b) c) S 7 42 42 0 -1 4194560 100 0 0 0 150 25 3 2 20 0 1 0 1 1 1")
-	if err != nil || ppid != 7 || ticks != 180 {
-		t.Errorf("got ppid %d, ticks %d, %v; want 7, 180", ppid, ticks, err)
-	}
-	if _, _, err := parseStat("42 (x) S 7"); err == nil {
-		t.Error("a short line was parsed")
-	}
-}
-
 func TestReadPerfInstructions(t *testing.T) {
 	dir := t.TempDir()
 	for content, want := range map[string]float64{

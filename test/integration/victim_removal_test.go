@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"kube-guard/test/util/controlplane"
+	"kube-guard/test/util/procstat"
 )
 
 // removal is how kube-scheduler removes a preemption victim.
@@ -125,9 +126,9 @@ func BenchmarkVictimRemoval(b *testing.B) {
 			require.NoError(b, err)
 			pods := createVictims(ctx, b, s.Client, ns, b.N)
 
-			apiBefore, err := controlplane.ProcessCPU(s.PID)
+			apiBefore, err := procstat.Read(s.PID)
 			require.NoError(b, err)
-			etcdBefore, err := controlplane.ProcessCPU(s.EtcdPID)
+			etcdBefore, err := procstat.Read(s.EtcdPID)
 			require.NoError(b, err)
 			b.StartTimer()
 			for _, pod := range pods {
@@ -136,17 +137,17 @@ func BenchmarkVictimRemoval(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			apiAfter, err := controlplane.ProcessCPU(s.PID)
+			apiAfter, err := procstat.Read(s.PID)
 			require.NoError(b, err)
-			etcdAfter, err := controlplane.ProcessCPU(s.EtcdPID)
+			etcdAfter, err := procstat.Read(s.EtcdPID)
 			require.NoError(b, err)
 
 			left, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			require.NoError(b, err)
 			require.Empty(b, left.Items, "victims left after %s", r.name)
 			n := float64(b.N)
-			apiPerVictim := float64(apiAfter-apiBefore) / float64(time.Millisecond) / n
-			etcdPerVictim := float64(etcdAfter-etcdBefore) / float64(time.Millisecond) / n
+			apiPerVictim := float64(apiAfter.Self-apiBefore.Self) / float64(time.Millisecond) / n
+			etcdPerVictim := float64(etcdAfter.Self-etcdBefore.Self) / float64(time.Millisecond) / n
 			b.ReportMetric(apiPerVictim, "apiserver-cpu-ms/victim")
 			b.ReportMetric(etcdPerVictim, "etcd-cpu-ms/victim")
 			if dir := os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_OUT"); dir != "" && b.N > 1 && r.variant != "" {

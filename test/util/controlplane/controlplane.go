@@ -308,29 +308,3 @@ func StartControllerManager(t testing.TB, s *APIServer, controllers, featureGate
 	}
 	return start(t, dir, "kube-controller-manager", filepath.Join(BinDir(t), "kube-controller-manager"), args...)
 }
-
-// ProcessCPU returns the user and system CPU time process pid has used, from
-// /proc/<pid>/stat (Linux).
-func ProcessCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, in parentheses, may contain spaces: the fields
-	// start after the last ')'. utime and stime are fields 14 and 15, in
-	// USER_HZ (100 on every Linux architecture Go supports).
-	line := string(b)
-	f := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		var v int64
-		if _, err := fmt.Sscan(s, &v); err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / 100, nil
-}

@@ -17,7 +17,7 @@ test: ## Build, then run this repo's tests and upstream's tests of every package
 	hack/make-rules/test.sh
 
 .PHONY: verify
-verify: ## Every check in hack/make-rules/verify/ (series, export, gofmt, shellcheck, trailers, versions, docs, api-lint, go.mod, codegen); SKIP_VERIFY="codegen" skips one; never changes the checkout
+verify: ## Every check in hack/make-rules/verify/ (series, export, gofmt, shellcheck, trailers, versions, docs, debian-lock, api-lint, go.mod, codegen); SKIP_VERIFY="codegen" skips one; never changes the checkout
 	hack/make-rules/verify/all.sh
 
 .PHONY: update
@@ -41,6 +41,16 @@ local-down: ## Stop the processes local-up started (pid files) and remove _outpu
 .PHONY: e2e
 e2e: ## Bring a local cluster up, run test/e2e (gates on, then off), bring it down
 	hack/make-rules/e2e.sh
+
+##@ Images (build/images/images.yaml; docs/images.md)
+
+.PHONY: images
+images: ## Build the images of the patched components without a daemon into _output/images: docker archives, OCI layout, server tarball (SKIP_BUILD=1 keeps _output/bin)
+	hack/make-rules/images.sh
+
+.PHONY: push
+push: ## Push the images of _output/images to REGISTRY=HOST[:PORT][/PATH] and compare digests read back
+	hack/make-rules/push.sh
 
 ##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env)
 

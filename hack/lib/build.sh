@@ -20,8 +20,9 @@ build::expand() {
   printf '%s' "${s}"
 }
 
-# build::go TREE OUT BINARY...: builds ./cmd/<binary> of TREE into OUT, the
-# way the loaded component's component.env says.
+# build::go TREE OUT BINARY...: builds ./cmd/<binary> of TREE (or the package
+# BINARY_PACKAGES names for it) into OUT, the way the loaded component's
+# component.env says.
 build::go() {
   local tree="$1" out="$2" b ldflags
   shift 2
@@ -29,7 +30,17 @@ build::go() {
   read -ra go_env <<<"$(component::setting "${COMPONENT_NAME}" GO_BUILD_ENV)"
   read -ra go_flags <<<"$(component::setting "${COMPONENT_NAME}" GO_BUILD_FLAGS)"
   ldflags="$(build::expand "$(component::setting "${COMPONENT_NAME}" GO_LDFLAGS)")"
+  local -A packages=()
+  local p
+  for p in $(component::setting "${COMPONENT_NAME}" BINARY_PACKAGES); do
+    packages[${p%%=*}]="${p#*=}"
+  done
   for b in "$@"; do
+    if [[ -n "${packages[${b}]:-}" ]]; then
+      [[ "${packages[${b}]##*/}" == "${b}" ]] || fatal "build/${COMPONENT_NAME}/component.env: BINARY_PACKAGES: ${b}=${packages[${b}]} would build ${packages[${b}]##*/}"
+      pkgs+=("${packages[${b}]}")
+      continue
+    fi
     [[ -d "${tree}/cmd/${b}" ]] || fatal "unknown binary ${b}: ${tree}/cmd/${b} does not exist"
     pkgs+=("./cmd/${b}")
   done

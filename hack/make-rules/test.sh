@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: builds everything, then runs
+# `make test`: builds everything and the images (`make images`), then runs
 #   0. `make verify` (hack/make-rules/verify/all.sh; SKIP_VERIFY="codegen ..." skips checks),
 #   1. this repository's own Go tests (pipeline scripts, version stamps,
 #      integration tests against the built etcd and control plane), and
@@ -11,6 +11,8 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
+# test/images checks the images of these binaries.
+SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
 
 export PATH="${OUTPUT_BIN}:${PATH}"
 status=0

@@ -5,6 +5,9 @@
 #   golangci-lint-kube-api-linter
 #                   sigs.k8s.io/kube-api-linter's standalone binary (golangci-lint
 #                   with the linter built in), pinned in hack/tools/kube-api-linter
+#   registry        github.com/distribution/distribution/v3/cmd/registry, pinned
+#                   in hack/tools/registry: the registry `make push` is tested
+#                   against (test/images)
 #
 # Each tool set is a wrapper module of its own (a go.mod with `tool` lines and
 # a complete go.sum), so the dependency graphs never mix and upstream's
@@ -13,14 +16,14 @@
 # -mod=readonly; go.mod is never rewritten here (run `go mod tidy` in the
 # wrapper module after changing a pin).
 #
-# Usage: tools.sh [etcd|kwok|kube-api-linter]...   (default: all)
+# Usage: tools.sh [etcd|kwok|kube-api-linter|registry]...   (default: all)
 # Re-running is cheap (a few seconds): everything comes from Go's build cache,
 # and `go build -o` does not rewrite a binary whose build ID is already current.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 TOOLS_DIR="${REPO_ROOT}/hack/tools"
-ALL_TOOLS=(etcd kwok kube-api-linter)
+ALL_TOOLS=(etcd kwok kube-api-linter registry)
 
 export GOWORK=off CGO_ENABLED=0
 
@@ -74,11 +77,20 @@ tools::kube-api-linter() {
   tools::build "${dir}" golangci-lint-kube-api-linter sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter
 }
 
+tools::registry() {
+  local dir="${TOOLS_DIR}/registry" version
+  version="$(tools::module_version "${dir}" github.com/distribution/distribution/v3)"
+  log "registry ${version} (${dir#"${REPO_ROOT}/"})"
+  # As distribution's Makefile stamps a release.
+  local ldflags="-X github.com/distribution/distribution/v3/version.version=${version}"
+  tools::build "${dir}" registry github.com/distribution/distribution/v3/cmd/registry -ldflags="${ldflags}"
+}
+
 selected=("$@")
 [[ ${#selected[@]} -gt 0 ]] || selected=("${ALL_TOOLS[@]}")
 for t in "${selected[@]}"; do
   case "${t}" in
-    etcd | kwok | kube-api-linter) ;;
+    etcd | kwok | kube-api-linter | registry) ;;
     *) fatal "unknown tool '${t}' (want one of: ${ALL_TOOLS[*]})" ;;
   esac
 done

@@ -45,7 +45,7 @@ func TestKubernetesBinariesAreStamped(t *testing.T) {
 	want, commit := forkVersion(t, root, "kubernetes")
 	v := version.MustParseSemantic(want)
 
-	for _, bin := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+	for _, bin := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager", "kube-proxy"} {
 		t.Run(bin, func(t *testing.T) {
 			path := filepath.Join(root, "_output", "bin", bin)
 			require.FileExists(t, path, "run `make build` first")
@@ -132,6 +132,9 @@ func TestPinnedTools(t *testing.T) {
 	require.Contains(t, run(t, filepath.Join(bin, "etcd"), "--version"), "etcd Version: "+strings.TrimPrefix(etcd, "v")+"\n")
 	require.Contains(t, run(t, filepath.Join(bin, "kwokctl"), "--version"), kwok)
 	require.Contains(t, run(t, filepath.Join(bin, "kwok"), "--version"), kwok)
+	registry, err := pins.Tool(root, "registry", "github.com/distribution/distribution/v3")
+	require.NoError(t, err)
+	require.Contains(t, run(t, filepath.Join(bin, "registry"), "--version"), " "+registry+"\n")
 }
 
 func fmtInt(u uint) string { return strconv.FormatUint(uint64(u), 10) }

@@ -27,7 +27,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
-CHECKS=(series export gofmt shellcheck trailers versions docs api-lint staging-overrides staging-replaces codegen)
+CHECKS=(series export gofmt shellcheck trailers versions docs debian-lock api-lint staging-overrides staging-replaces codegen)
 # Checks that take the components as arguments.
 PER_COMPONENT=" series export gofmt trailers api-lint staging-replaces codegen "
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# make push REGISTRY=HOST[:PORT][/PATH]: pushes every image `make images`
+# wrote (IMAGES_OUT/oci, default _output/images/oci) to
+# REGISTRY/<repository>:<fork version>, e.g. REGISTRY/kube-apiserver:vX.Y.Z-guard.N,
+# then reads each back from the registry and compares digests. Credentials
+# come from the docker config (~/.docker/config.json, DOCKER_CONFIG), as
+# `docker push` uses them; a registry on localhost or 127.0.0.1 is spoken to
+# over plain HTTP.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+
+IMAGES_OUT="${IMAGES_OUT:-${OUTPUT_DIR}/images}"
+[[ -n "${REGISTRY:-}" ]] || fatal "REGISTRY is not set: make push REGISTRY=HOST[:PORT][/PATH]"
+[[ -f "${IMAGES_OUT}/oci/index.json" ]] || fatal "${IMAGES_OUT}/oci is not an OCI layout: run make images first"
+go build -C "${REPO_ROOT}" -o "${OUTPUT_BIN}/imagebuild" ./hack/imagebuild
+log "pushing $(wc -l <"${IMAGES_OUT}/images.txt") images to ${REGISTRY}"
+"${OUTPUT_BIN}/imagebuild" push -layout "${IMAGES_OUT}/oci" -registry "${REGISTRY}"

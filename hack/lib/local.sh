@@ -7,6 +7,10 @@
 #   LOCAL_FEATURE_GATES    --feature-gates of kube-apiserver, kube-controller-manager
 #                          and kube-scheduler
 #                          (default DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true)
+#   LOCAL_RUNTIME_CONFIG   --runtime-config of kube-apiserver (default:
+#                          lifecycle.k8s.io/v1alpha1=true when EvictionRequestAPI=true
+#                          is among the gates: KEP-4563's API group is off by
+#                          default, and the gate alone serves nothing)
 #   LOCAL_NODE_CPU         allocatable CPU of each node (default 4)
 #   LOCAL_NODE_MEMORY      allocatable memory of each node (default 16Gi)
 #   LOCAL_NODE_PODS        allocatable pods of each node (default 110)
@@ -35,6 +39,10 @@ LOCAL_STAGES="${REPO_ROOT}/build/local/kwok-stages.yaml"
 
 LOCAL_NODES="${LOCAL_NODES:-4}"
 LOCAL_FEATURE_GATES="${LOCAL_FEATURE_GATES-DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true}"
+if [[ -z "${LOCAL_RUNTIME_CONFIG+set}" ]]; then
+  LOCAL_RUNTIME_CONFIG=""
+  [[ ",${LOCAL_FEATURE_GATES}," != *,EvictionRequestAPI=true,* ]] || LOCAL_RUNTIME_CONFIG="lifecycle.k8s.io/v1alpha1=true"
+fi
 LOCAL_NODE_CPU="${LOCAL_NODE_CPU:-4}"
 LOCAL_NODE_MEMORY="${LOCAL_NODE_MEMORY:-16Gi}"
 LOCAL_NODE_PODS="${LOCAL_NODE_PODS:-110}"

@@ -94,6 +94,9 @@ create_args=(
 if [[ -n "${LOCAL_FEATURE_GATES}" ]]; then
   create_args+=(--kube-feature-gates "${LOCAL_FEATURE_GATES}")
 fi
+if [[ -n "${LOCAL_RUNTIME_CONFIG}" ]]; then
+  create_args+=(--kube-runtime-config "${LOCAL_RUNTIME_CONFIG}")
+fi
 # kwokctl binds to 0.0.0.0; these extra flags come after its own (the later
 # flag wins) and keep everything on 127.0.0.1. They go in a config file:
 # The pinned kwokctl's --extra-args panics when a component is named twice.
@@ -140,6 +143,7 @@ cat >"${LOCAL_ENV_FILE}" <<EOF
 # Written by hack/make-rules/local-up.sh: the running local cluster.
 LOCAL_KUBECONFIG=${LOCAL_KUBECONFIG}
 LOCAL_FEATURE_GATES=${LOCAL_FEATURE_GATES}
+LOCAL_RUNTIME_CONFIG=${LOCAL_RUNTIME_CONFIG}
 LOCAL_NODES=${LOCAL_NODES}
 LOCAL_APISERVER_URL=https://127.0.0.1:${LOCAL_APISERVER_PORT}
 LOCAL_SCHEDULER_URL=https://127.0.0.1:${LOCAL_SCHEDULER_PORT}
@@ -206,11 +210,14 @@ wait_for "kube-controller-manager /healthz" curl -fsk "https://127.0.0.1:${LOCAL
 wait_for "${LOCAL_NODES} Ready nodes" local::kubectl wait --for=condition=Ready node -l type=kwok --timeout=5s
 wait_for "the default ServiceAccount" local::kubectl get serviceaccount default -n default
 wait_for "PriorityClass system-cluster-critical" local::kubectl get priorityclass system-cluster-critical
+if [[ ",${LOCAL_RUNTIME_CONFIG}," == *,lifecycle.k8s.io/v1alpha1=true,* ]]; then
+  wait_for "the EvictionRequest API (lifecycle.k8s.io/v1alpha1)" local::kubectl get --raw /apis/lifecycle.k8s.io/v1alpha1
+fi
 
 log "local cluster is up in $(($(date +%s) - start)) s"
 cat <<EOF
 
-The local cluster '${LOCAL_NAME}' is running on 127.0.0.1 (${LOCAL_NODES} KWOK nodes, gates: ${LOCAL_FEATURE_GATES:-none}).
+The local cluster '${LOCAL_NAME}' is running on 127.0.0.1 (${LOCAL_NODES} KWOK nodes, gates: ${LOCAL_FEATURE_GATES:-none}, runtime-config: ${LOCAL_RUNTIME_CONFIG:-none}).
 
   export KUBECONFIG=${LOCAL_KUBECONFIG}
   ${OUTPUT_BIN#"${REPO_ROOT}/"}/kubectl get nodes

@@ -135,6 +135,7 @@ func runBuild(args []string) error {
 	bin := fs.String("bin", "_output/bin", "directory of the binaries")
 	rootfs := fs.String("rootfs", "", "directory with a subdirectory of extracted Debian packages per base")
 	out := fs.String("out", "_output/images", "output directory")
+	set := fs.String("set", "", `the images of this set ("" = the release images, node = the node image's own)`)
 	versions, epochs, commits := mapFlag{}, mapFlag{}, mapFlag{}
 	fs.Var(versions, "version", "COMPONENT=FORK_VERSION (repeated)")
 	fs.Var(epochs, "epoch", "COMPONENT=SOURCE_DATE_EPOCH (repeated)")
@@ -149,6 +150,16 @@ func runBuild(args []string) error {
 	if err != nil {
 		return err
 	}
+	var selected []spec.Image
+	for _, img := range sp.Images {
+		if img.Set == *set {
+			selected = append(selected, img)
+		}
+	}
+	if len(selected) == 0 {
+		return fmt.Errorf("no image of set %q in %s", *set, *specFile)
+	}
+	sp.Images = selected
 	comps := map[string]component{}
 	for _, img := range sp.Images {
 		c := img.Component
@@ -314,7 +325,7 @@ func writeOutputs(spec *spec.Spec, images []built, comps map[string]component, b
 	if err := os.WriteFile(filepath.Join(tmp, "images.txt"), []byte(list.String()), 0o644); err != nil {
 		return err
 	}
-	if k, ok := comps["kubernetes"]; ok {
+	if k, ok := comps["kubernetes"]; ok && spec.Images[0].Set == "" {
 		if err := writeServerTarball(spec, images, k, bin, tmp); err != nil {
 			return err
 		}

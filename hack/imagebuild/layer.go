@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -141,9 +142,13 @@ func (l *layerBuilder) addTree(root string, include, exclude []string) error {
 		if info.Mode()&fs.ModeSticky != 0 {
 			mode |= 0o1000
 		}
+		uid, gid := 0, 0
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(st.Uid), int(st.Gid)
+		}
 		switch {
 		case d.IsDir():
-			l.dir(p, mode, 0, 0)
+			l.dir(p, mode, uid, gid)
 		case info.Mode()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(file)
 			if err != nil {
@@ -151,12 +156,81 @@ func (l *layerBuilder) addTree(root string, include, exclude []string) error {
 			}
 			l.symlink(p, target)
 		case info.Mode().IsRegular():
-			return l.fileFrom(p, file, mode, nil)
+			if err := l.fileFrom(p, file, mode, nil); err != nil {
+				return err
+			}
+			l.entries[p].hdr.Uid, l.entries[p].hdr.Gid = uid, gid
 		default:
 			return fmt.Errorf("%s: unsupported file type %v", file, info.Mode().Type())
 		}
 		return nil
 	})
+}
+
+// addTar adds the entries of a tar stream (a root file system, e.g. what
+// mmdebstrap writes), with their owners, modes and extended attributes,
+// except those drop matches and device nodes, fifos and sockets (a
+// container runtime provides /dev). Hard links become copies of their
+// target, so that the order of the layer's entries does not matter.
+func (l *layerBuilder) addTar(r io.Reader, drop func(string) bool) error {
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if p == "." || p == "/" || drop(p) {
+			continue
+		}
+		h := tar.Header{Name: p, Mode: hdr.Mode, Uid: hdr.Uid, Gid: hdr.Gid, Uname: hdr.Uname, Gname: hdr.Gname, PAXRecords: xattrs(hdr.PAXRecords)}
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			h.Typeflag, h.Name = tar.TypeDir, p+"/"
+			l.parents(p)
+			l.entries[p] = &entry{hdr: h}
+		case tar.TypeSymlink:
+			h.Typeflag, h.Linkname = tar.TypeSymlink, hdr.Linkname
+			l.parents(p)
+			l.entries[p] = &entry{hdr: h}
+		case tar.TypeReg:
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(data))
+			l.parents(p)
+			l.entries[p] = &entry{hdr: h, data: data}
+		case tar.TypeLink:
+			target := path.Clean(strings.TrimPrefix(hdr.Linkname, "./"))
+			t, ok := l.entries[target]
+			if !ok || t.hdr.Typeflag != tar.TypeReg {
+				return fmt.Errorf("%s: hard link to %s, which is not a file before it", p, target)
+			}
+			h.Typeflag, h.Size = tar.TypeReg, t.hdr.Size
+			l.parents(p)
+			l.entries[p] = &entry{hdr: h, data: t.data}
+		default:
+			// Devices, fifos, sockets.
+		}
+	}
+}
+
+// xattrs keeps the extended attributes of pax records (file capabilities).
+func xattrs(pax map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range pax {
+		if strings.HasPrefix(k, "SCHILY.xattr.") {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // paths returns the layer's paths in the order they are written.
@@ -189,8 +263,11 @@ func (l *layerBuilder) writeTar(w io.Writer) error {
 		hdr := e.hdr
 		hdr.ModTime = l.mtime
 		hdr.Format = tar.FormatPAX
-		if hdr.Uid == 0 {
-			hdr.Uname, hdr.Gname = "root", "root"
+		if hdr.Uid == 0 && hdr.Uname == "" {
+			hdr.Uname = "root"
+		}
+		if hdr.Gid == 0 && hdr.Gname == "" {
+			hdr.Gname = "root"
 		}
 		if err := tw.WriteHeader(&hdr); err != nil {
 			return fmt.Errorf("%s: %w", p, err)

@@ -15,6 +15,11 @@
 //
 // pushes every image of the layout to REGISTRY/<repository>:<tag> and reads
 // each back to compare digests.
+//
+//	imagebuild node -rootfs TAR -overlay DIR -tag TAG -epoch SOURCE_DATE_EPOCH -out FILE [-drop PATH]...
+//
+// writes the kind node image (hack/make-rules/node-image.sh) as a docker
+// archive: the root file system and the overlay in one layer.
 package main
 
 import (
@@ -24,7 +29,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: imagebuild build|push [flags]")
+		fmt.Fprintln(os.Stderr, "usage: imagebuild build|push|node [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -33,8 +38,10 @@ func main() {
 		err = runBuild(os.Args[2:])
 	case "push":
 		err = runPush(os.Args[2:])
+	case "node":
+		err = runNode(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: want build or push", os.Args[1])
+		err = fmt.Errorf("unknown command %q: want build, push or node", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "imagebuild: %v\n", err)

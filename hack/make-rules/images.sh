@@ -69,6 +69,8 @@ while read -r layer file url size sum; do
   n=$((n + 1))
 done <"${LOCK}"
 log "${n} Debian packages extracted under ${rootfs#"${REPO_ROOT}/"} (cache: ${DEB_CACHE})"
+# The node image's own images use the same bases (hack/make-rules/node-image.sh).
+[[ "${IMAGES_ONLY_ROOTFS:-0}" != "1" ]] || exit 0
 
 args=(build -spec "${SPEC}" -bin "${OUTPUT_BIN}" -rootfs "${rootfs}" -out "${IMAGES_OUT}")
 for c in "${components[@]}"; do

@@ -46,9 +46,12 @@ type Image struct {
 	Repository string `json:"repository,omitempty"`
 	// Component is the build/<component> whose fork version tags the image
 	// and whose binaries Files come from.
-	Component  string   `json:"component"`
-	Base       string   `json:"base,omitempty"`
-	Files      []File   `json:"files"`
+	Component string `json:"component"`
+	Base      string `json:"base,omitempty"`
+	Files     []File `json:"files"`
+	// Set groups images: "" for the release images of `make images`, "node"
+	// for those only the kind node image carries (`make node-image`).
+	Set        string   `json:"set,omitempty"`
 	Entrypoint []string `json:"entrypoint,omitempty"`
 	Cmd        []string `json:"cmd,omitempty"`
 	User       string   `json:"user,omitempty"`
@@ -56,7 +59,7 @@ type Image struct {
 
 // File is a binary of _output/bin put into an image.
 type File struct {
-	// From is the binary's name in the binaries directory.
+	// From is the binary's path in the binaries directory (_output/bin).
 	From string `json:"from"`
 	// To is its path in the image, relative to /.
 	To string `json:"to"`
@@ -123,6 +126,9 @@ func (s *Spec) validate() error {
 		if !nameRE.MatchString(img.RepositoryName()) {
 			return fmt.Errorf("image %s: invalid repository %q", img.Name, img.RepositoryName())
 		}
+		if img.Set != "" && img.Set != "node" {
+			return fmt.Errorf("image %s: set %q is neither empty nor node", img.Name, img.Set)
+		}
 		if img.Component == "" {
 			return fmt.Errorf("image %s: component is empty", img.Name)
 		}
@@ -136,8 +142,8 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("image %s: neither entrypoint nor cmd", img.Name)
 		}
 		for _, f := range img.Files {
-			if f.From == "" || strings.Contains(f.From, "/") {
-				return fmt.Errorf("image %s: file from %q is not a binary name", img.Name, f.From)
+			if err := checkRelative(f.From); err != nil {
+				return fmt.Errorf("image %s: file from: %w", img.Name, err)
 			}
 			if err := checkRelative(f.To); err != nil {
 				return fmt.Errorf("image %s: file %w", img.Name, err)

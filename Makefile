@@ -52,6 +52,20 @@ images: ## Build the images of the patched components without a daemon into _out
 push: ## Push the images of _output/images to REGISTRY=HOST[:PORT][/PATH] and compare digests read back
 	hack/make-rules/push.sh
 
+##@ kind: real kubelets (docs/kind.md; knobs: KIND_WORKERS=2, KIND_FEATURE_GATES; see hack/lib/kind.sh)
+
+.PHONY: node-image
+node-image: ## Build the kind node image kube-guard/node:<fork version> offline and load it into docker (starts an engine if none runs)
+	hack/make-rules/node-image.sh
+
+.PHONY: kind-up
+kind-up: ## kind cluster on the node image: 1 control plane + KIND_WORKERS workers, the fork's gates on everywhere (kubeconfig: _output/kind/kubeconfig)
+	hack/make-rules/kind-up.sh
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster of kind-up
+	hack/make-rules/kind-down.sh
+
 ##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env)
 
 .PHONY: materialize

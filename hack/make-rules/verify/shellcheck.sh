@@ -15,6 +15,12 @@ if ! command -v shellcheck >/dev/null; then
   fi
 fi
 cd "${REPO_ROOT}"
-mapfile -t scripts < <(git ls-files --cached --others --exclude-standard -- '*.sh' | LC_ALL=C sort -u)
+# Shell scripts without .sh: those that go into images (build/*/files, build/docker).
+mapfile -t scripts < <(
+  git ls-files --cached --others --exclude-standard -- '*.sh' 'build/docker/*' 'build/*/files/usr/local/bin/*' |
+    while read -r f; do
+      [[ "${f}" == *.sh ]] || head -n 1 "${f}" | grep -q '^#!.*\(bash\|/sh\)' && echo "${f}"
+    done | LC_ALL=C sort -u
+)
 shellcheck --severity=warning "${scripts[@]}"
 log "verify shellcheck: ${#scripts[@]} scripts clean"

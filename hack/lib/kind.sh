@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Settings of the kind cluster (`make kind-up`, `make kind-down`,
+# `make kind-e2e`). Sourced after init.sh.
+#
+# Knobs (environment variables):
+#   KIND_WORKERS         worker nodes besides the control plane (default 2)
+#   KIND_FEATURE_GATES   feature gates of every component, kubelets included
+#                        (default DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true)
+#   KIND_RUNTIME_CONFIG  --runtime-config of kube-apiserver (default:
+#                        lifecycle.k8s.io/v1alpha1=true with EvictionRequestAPI=true)
+#   KIND_NODE_IMAGE      the node image (default kube-guard/node:<kubernetes fork version>,
+#                        which `make node-image` builds)
+#   KIND_WAIT            how long to wait for Ready nodes (default 300s)
+
+# shellcheck disable=SC2034
+KIND_DIR="${OUTPUT_DIR}/kind"
+KIND_NAME="kube-guard"
+KIND_KUBECONFIG="${KIND_DIR}/kubeconfig"
+KIND_WORKERS="${KIND_WORKERS:-2}"
+KIND_FEATURE_GATES="${KIND_FEATURE_GATES-DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true}"
+if [[ -z "${KIND_RUNTIME_CONFIG+set}" ]]; then
+  KIND_RUNTIME_CONFIG=""
+  [[ ",${KIND_FEATURE_GATES}," != *,EvictionRequestAPI=true,* ]] || KIND_RUNTIME_CONFIG="lifecycle.k8s.io/v1alpha1=true"
+fi
+KIND_WAIT="${KIND_WAIT:-300}"
+
+# kind::kind ARGS...: the pinned kind.
+kind::kind() {
+  [[ -x "${OUTPUT_BIN}/kind" ]] || "${REPO_ROOT}/hack/make-rules/tools.sh" kind
+  "${OUTPUT_BIN}/kind" "$@"
+}
+
+# kind::exists: true when the cluster exists.
+kind::exists() {
+  kind::kind get clusters 2>/dev/null | grep -qx "${KIND_NAME}"
+}

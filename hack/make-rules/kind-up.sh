@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# make kind-up: a kind cluster of real kubelets on the kube-guard node image
+# (`make node-image`): one control-plane node and KIND_WORKERS workers, the
+# fork's gates on in every component (kubelets included), the EvictionRequest
+# API served when its gate is on, and `failCgroupV1: false` for the kubelets
+# where the host is on cgroup v1 (Kubernetes 1.37's kubelet refuses it
+# otherwise). Knobs: hack/lib/kind.sh. The kubeconfig is
+# _output/kind/kubeconfig; `make kind-down` deletes the cluster.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+source "${REPO_ROOT}/hack/lib/version.sh"
+source "${REPO_ROOT}/hack/lib/docker.sh"
+source "${REPO_ROOT}/hack/lib/kind.sh"
+
+[[ "${KIND_WORKERS}" =~ ^[0-9]+$ ]] || fatal "KIND_WORKERS=${KIND_WORKERS} is not a number"
+version="$(
+  component::load kubernetes
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run make node-image"
+  version::vars
+  echo "${FORK_GIT_VERSION}"
+)"
+image="${KIND_NODE_IMAGE:-kube-guard/node:${version}}"
+
+docker::ensure
+if kind::exists; then
+  fatal "the kind cluster '${KIND_NAME}' exists already: make kind-down first"
+fi
+docker image inspect "${image}" >/dev/null 2>&1 || fatal "no node image ${image} in docker: run make node-image"
+# A node image of another build would test something else.
+image_version="$(docker run --rm --entrypoint cat "${image}" /kind/version)" || fatal "${image} has no /kind/version: not a kind node image"
+[[ "${image_version}" == "${version}" ]] ||
+  fatal "${image} is a node image of ${image_version}, this tree builds ${version}: run make node-image (or set KIND_NODE_IMAGE)"
+
+mkdir -p "${KIND_DIR}"
+config="${KIND_DIR}/config.yaml"
+{
+  echo "kind: Cluster"
+  echo "apiVersion: kind.x-k8s.io/v1alpha4"
+  echo "name: ${KIND_NAME}"
+  if [[ -n "${KIND_FEATURE_GATES}" ]]; then
+    echo "featureGates:"
+    tr ',' '\n' <<<"${KIND_FEATURE_GATES}" | while IFS='=' read -r gate value; do
+      [[ -n "${gate}" ]] && echo "  ${gate}: ${value:-true}"
+    done
+  fi
+  if [[ -n "${KIND_RUNTIME_CONFIG}" ]]; then
+    echo "runtimeConfig:"
+    tr ',' '\n' <<<"${KIND_RUNTIME_CONFIG}" | while IFS='=' read -r api value; do
+      [[ -n "${api}" ]] && echo "  \"${api}\": \"${value:-true}\""
+    done
+  fi
+  echo "nodes:"
+  echo "- role: control-plane"
+  for ((i = 0; i < KIND_WORKERS; i++)); do
+    echo "- role: worker"
+  done
+  if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    # cgroup v1 host: the kubelets must be told it is accepted.
+    cat <<'YAML'
+kubeadmConfigPatches:
+- |
+  kind: KubeletConfiguration
+  failCgroupV1: false
+YAML
+  fi
+} >"${config}"
+
+log "creating the kind cluster '${KIND_NAME}' (${image}, 1 control plane + ${KIND_WORKERS} workers, gates: ${KIND_FEATURE_GATES:-none})"
+start=$(date +%s)
+if ! kind::kind create cluster --name "${KIND_NAME}" --image "${image}" --config "${config}" \
+  --kubeconfig "${KIND_KUBECONFIG}" --wait "${KIND_WAIT}s" --retain; then
+  kind::kind export logs "${KIND_DIR}/logs" --name "${KIND_NAME}" >/dev/null 2>&1 || true
+  kind::kind delete cluster --name "${KIND_NAME}" --kubeconfig "${KIND_KUBECONFIG}" >/dev/null 2>&1 || true
+  fatal "kind could not create the cluster (node logs: ${KIND_DIR}/logs); deleted what it made"
+fi
+kubectl=("${OUTPUT_BIN}/kubectl" --kubeconfig "${KIND_KUBECONFIG}")
+"${kubectl[@]}" wait --for=condition=Ready nodes --all --timeout="${KIND_WAIT}s" >/dev/null ||
+  fatal "nodes not Ready within ${KIND_WAIT}s"
+log "kind cluster up in $(($(date +%s) - start)) s"
+"${kubectl[@]}" get nodes -o wide
+cat <<EOF2
+
+  export KUBECONFIG=${KIND_KUBECONFIG}
+  stop: make kind-down
+EOF2

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# make node-image: the kind node image kube-guard/node:<kubernetes fork
+# version>, for `kind create cluster --image ...` (docs/kind.md), built here
+# without a registry and without `kind build node-image` (which pulls images):
+#   1. the binaries (kubelet, kubeadm, kubectl and the control plane; the
+#      pinned containerd, runc, CNI plugins, CoreDNS and etcd; pause from
+#      upstream's build/pause) and the release images (`make images`);
+#      SKIP_BUILD=1 uses _output/bin and _output/images as they are;
+#   2. the images kubeadm and kind need besides the control plane (pause,
+#      etcd, CoreDNS: build/images/images.yaml, set node), tagged as
+#      `kubeadm config images list` names them;
+#   3. a Debian root file system (mmdebstrap, build/node/packages.env),
+#      kept in _output/node/rootfs-<hash>.tar until the package list changes;
+#   4. kind's base image files (sigs.k8s.io/kind, as pinned), the binaries,
+#      build/node/files (image preload and pod network services, kind
+#      manifests) and /kind/images/*.tar, over it, in one layer
+#      (hack/imagebuild node), as _output/node/node-image.tar;
+#   5. loaded into the docker engine (hack/lib/docker.sh starts one if needed).
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+source "${REPO_ROOT}/hack/lib/version.sh"
+source "${REPO_ROOT}/hack/lib/docker.sh"
+
+NODE_DIR="${OUTPUT_DIR}/node"
+NODE_BIN="${OUTPUT_BIN}/node"
+mkdir -p "${NODE_DIR}" "${NODE_BIN}"
+
+if [[ "${SKIP_BUILD:-0}" != "1" ]]; then
+  "${REPO_ROOT}/hack/make-rules/build.sh" kubernetes descheduler
+  "${REPO_ROOT}/hack/make-rules/tools.sh" etcd kind node
+  SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
+fi
+[[ -f "${OUTPUT_DIR}/images/images.txt" ]] || fatal "no release images in ${OUTPUT_DIR}/images: run make images"
+
+read -r version epoch < <(
+  component::load kubernetes
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run make build"
+  version::vars
+  echo "${FORK_GIT_VERSION} ${SOURCE_DATE_EPOCH}"
+)
+component::load kubernetes
+tree="${COMPONENT_TREE}"
+for b in kubelet kubeadm kubectl etcd etcdctl node/containerd node/ctr node/containerd-shim-runc-v2 node/runc node/coredns \
+  node/cni/host-local node/cni/loopback node/cni/ptp node/cni/portmap; do
+  [[ -x "${OUTPUT_BIN}/${b}" ]] || fatal "${OUTPUT_BIN}/${b} is missing: run make node-image without SKIP_BUILD"
+done
+
+# What kubeadm pulls for this version: the tags of the node's own images.
+mapfile -t kubeadm_images < <("${OUTPUT_BIN}/kubeadm" config images list --kubernetes-version "${version}")
+tag_of() {
+  local i
+  for i in "${kubeadm_images[@]}"; do
+    [[ "${i}" != "registry.k8s.io/$1:"* ]] || { echo "${i##*:}"; return; }
+  done
+  fatal "kubeadm config images list names no registry.k8s.io/$1: ${kubeadm_images[*]}"
+}
+pause_tag="$(tag_of pause)"
+etcd_tag="$(tag_of etcd)"
+coredns_tag="$(tag_of coredns/coredns)"
+# The pinned etcd and CoreDNS must be the releases kubeadm asks for.
+etcd_version="$("${OUTPUT_BIN}/etcd" --version | sed -n 's/^etcd Version: //p')"
+[[ "${etcd_tag}" == "${etcd_version}-"* ]] ||
+  fatal "kubeadm wants etcd ${etcd_tag}, the pinned etcd is ${etcd_version} (hack/tools/etcd)"
+coredns_version="$(go list -C "${REPO_ROOT}/hack/tools/coredns" -mod=readonly -m -f '{{.Version}}' github.com/coredns/coredns)"
+[[ "${coredns_tag}" == "${coredns_version}" ]] ||
+  fatal "kubeadm wants CoreDNS ${coredns_tag}, the pinned CoreDNS is ${coredns_version} (hack/tools/coredns)"
+grep -q "^TAG ?= ${pause_tag}\$" "${tree}/build/pause/Makefile" ||
+  fatal "kubeadm wants pause ${pause_tag}, upstream's build/pause/Makefile builds another"
+
+log "pause ${pause_tag} from ${tree#"${REPO_ROOT}/"}/build/pause"
+command -v gcc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
+# As upstream's build/pause/Makefile (CFLAGS), with our version in place of its git describe.
+gcc -Os -Wall -Werror -static -DVERSION="v${pause_tag}-kube-guard" -o "${NODE_BIN}/pause" "${tree}/build/pause/linux/pause.c"
+
+go build -C "${REPO_ROOT}" -o "${OUTPUT_BIN}/imagebuild" ./hack/imagebuild
+# The node set shares the bases of the release images: extract the Debian
+# packages again the way images.sh does (IMAGES_ONLY_ROOTFS=1 stops there).
+IMAGES_OUT="${NODE_DIR}/images" IMAGES_ONLY_ROOTFS=1 SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
+"${OUTPUT_BIN}/imagebuild" build -set node -spec "${REPO_ROOT}/build/images/images.yaml" -bin "${OUTPUT_BIN}" \
+  -rootfs "${NODE_DIR}/images.rootfs" -out "${NODE_DIR}/images" \
+  -version "pause=${pause_tag}" -version "etcd=${etcd_tag}" -version "coredns=${coredns_tag}" \
+  -epoch "pause=${epoch}" -epoch "etcd=${epoch}" -epoch "coredns=${epoch}"
+rm -rf "${NODE_DIR}/images.rootfs"
+
+# The root file system, made again only when the package list changes.
+# shellcheck source=build/node/packages.env
+source "${REPO_ROOT}/build/node/packages.env"
+read -ra packages <<<"$(tr -s ' \n' ' ' <<<"${NODE_DEBIAN_PACKAGES}")"
+key="$(printf '%s\n' "${NODE_DEBIAN_SUITE}" "${packages[@]}" | sha256sum | cut -c1-12)"
+rootfs="${NODE_DIR}/rootfs-${key}.tar"
+if [[ ! -s "${rootfs}" ]]; then
+  command -v mmdebstrap >/dev/null || {
+    log "installing Debian's mmdebstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null || fatal "apt-get install mmdebstrap failed"
+  }
+  log "making the ${NODE_DEBIAN_SUITE} root file system (${#packages[@]} packages and their dependencies; a few minutes)"
+  rm -f "${NODE_DIR}"/rootfs-*.tar
+  SOURCE_DATE_EPOCH="${epoch}" mmdebstrap --quiet --mode=root --variant=minbase \
+    --include="$(IFS=,; echo "${packages[*]}")" \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --customize-hook='mkdir -p "$1/kind" && chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" > "$1/kind/debian-packages.txt"' \
+    "${NODE_DEBIAN_SUITE}" "${rootfs}.tmp" http://deb.debian.org/debian >"${NODE_DIR}/mmdebstrap.log" 2>&1 ||
+    fatal "mmdebstrap failed (log: ${NODE_DIR}/mmdebstrap.log)"
+  mv "${rootfs}.tmp" "${rootfs}"
+fi
+
+# The files over it.
+kind_dir="$(go list -C "${REPO_ROOT}/hack/tools/kind" -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kind)"
+[[ -d "${kind_dir}/images/base/files" ]] || fatal "kind's base image files are not in ${kind_dir}"
+overlay="${NODE_DIR}/overlay"
+rm -rf "${overlay}"
+mkdir -p "${overlay}"
+cp -a "${kind_dir}/images/base/files/." "${overlay}/"
+chmod -R u+w "${overlay}"
+chmod 0755 "${overlay}/usr/local/bin/"* "${overlay}/kind/bin/"*
+cp -a "${REPO_ROOT}/build/node/files/." "${overlay}/"
+# The module zip drops exec bits; these are kind's and our scripts.
+chmod 0755 "${overlay}/usr/local/bin/"* "${overlay}/kind/bin/"*
+# kind's containerd config, with the pause image kubeadm names, and
+# oom_score_adj kept at or above containerd's own (negative values are
+# refused in some sandboxes).
+sed -i -e "s#sandbox_image = \"registry.k8s.io/pause:[^\"]*\"#sandbox_image = \"registry.k8s.io/pause:${pause_tag}\"#" \
+  -e 's#restrict_oom_score_adj = false#restrict_oom_score_adj = true#' "${overlay}/etc/containerd/config.toml"
+grep -q "pause:${pause_tag}\"" "${overlay}/etc/containerd/config.toml" || fatal "kind's containerd config names no sandbox_image to set"
+install -D -m 0755 "${NODE_BIN}/containerd" "${NODE_BIN}/ctr" "${NODE_BIN}/containerd-shim-runc-v2" -t "${overlay}/usr/local/bin/"
+install -D -m 0755 "${NODE_BIN}/runc" -t "${overlay}/usr/local/sbin/"
+install -D -m 0755 "${NODE_BIN}/cni/host-local" "${NODE_BIN}/cni/loopback" "${NODE_BIN}/cni/ptp" "${NODE_BIN}/cni/portmap" -t "${overlay}/opt/cni/bin/"
+install -D -m 0755 "${OUTPUT_BIN}/kubelet" "${OUTPUT_BIN}/kubeadm" "${OUTPUT_BIN}/kubectl" -t "${overlay}/usr/bin/"
+# As kind's Dockerfile: the base OCI spec of containerd's runc runtime.
+"${NODE_BIN}/ctr" oci spec |
+  jq '.hooks.createContainer[.hooks.createContainer | length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
+  jq 'del(.process.rlimits)' >"${overlay}/etc/containerd/cri-base.json"
+mkdir -p "${overlay}/etc/kubernetes/manifests" "${overlay}/etc/systemd/journald.conf.d" "${overlay}/etc/systemd/system/multi-user.target.wants" "${overlay}/kind/images"
+printf '[Journal]\nReadKMsg=no\n' >"${overlay}/etc/systemd/journald.conf.d/kind.conf"
+for unit in containerd kubelet undo-mount-hacks kube-guard-preload kube-guard-cni; do
+  ln -s "/etc/systemd/system/${unit}.service" "${overlay}/etc/systemd/system/multi-user.target.wants/${unit}.service"
+done
+ln -s /dev/null "${overlay}/etc/systemd/system/systemd-binfmt.service"
+printf '%s' "${version}" >"${overlay}/kind/version"
+cp "${OUTPUT_DIR}"/images/*.tar "${NODE_DIR}"/images/*.tar "${overlay}/kind/images/"
+
+tag="kube-guard/node:${version}"
+log "assembling ${tag}"
+"${OUTPUT_BIN}/imagebuild" node -rootfs "${rootfs}" -overlay "${overlay}" -tag "${tag}" -epoch "${epoch}" \
+  -out "${NODE_DIR}/node-image.tar" \
+  -drop 'dev/*' -drop 'lib/systemd/system/multi-user.target.wants/*' -drop 'etc/systemd/system/*.wants/*' \
+  -drop 'lib/systemd/system/local-fs.target.wants/*' -drop 'lib/systemd/system/basic.target.wants/*' \
+  -drop 'lib/systemd/system/sockets.target.wants/*udev*' -drop 'lib/systemd/system/sockets.target.wants/*initctl*' \
+  -drop 'lib/systemd/system/sysinit.target.wants/systemd-tmpfiles-setup.service'
+rm -rf "${overlay}"
+
+docker::ensure
+docker load -i "${NODE_DIR}/node-image.tar" >/dev/null
+log "${tag}: $(docker image inspect --format '{{.Size}}' "${tag}" | numfmt --to=iec) in docker (archive: ${NODE_DIR#"${REPO_ROOT}/"}/node-image.tar)"

@@ -37,7 +37,7 @@ func TestVersionCheckCatchesAStaleLiteral(t *testing.T) {
 	etcd, err := pins.Tool(realRepo, "etcd", "go.etcd.io/etcd/server/v3")
 	require.NoError(t, err)
 	for _, stale := range []string{kube.Version, next(kube.Version), next(kube.StagingVersion), next(desched.Version),
-		strings.TrimPrefix(kube.Version, "v"), next(etcd)} {
+		strings.TrimPrefix(kube.Version, "v"), "etcd " + next(etcd), "etcd " + strings.TrimPrefix(etcd, "v")} {
 		t.Run(stale, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "notes.md")
 			require.NoError(t, os.WriteFile(f, []byte("# Notes\n\nBuilt on Kubernetes "+stale+" today.\n"), 0o644))
@@ -46,11 +46,13 @@ func TestVersionCheckCatchesAStaleLiteral(t *testing.T) {
 			require.Contains(t, out, "notes.md:3: Built on Kubernetes "+stale+" today.")
 		})
 	}
-	// Inside a generated block or a record, and versions of other lines, are fine.
+	// Inside a generated block or a record, versions of other lines, and a
+	// tool's release line on a line that does not name the tool, are fine.
 	f := filepath.Join(t.TempDir(), "notes.md")
 	content := "<!-- BEGIN GENERATED: pins -->\n" + kube.Version + "\n<!-- END GENERATED -->\n" +
 		"<!-- BEGIN RECORD: moves -->\nmoved to " + next(kube.Version) + "\n<!-- END RECORD -->\n" +
-		"Go 1.26.0, etcd v3.5.0, v10.37.1\n"
+		"Go 1.26.0, etcd v3.5.0, v10.37.1\n" +
+		"libother " + next(etcd) + "\n"
 	require.NoError(t, os.WriteFile(f, []byte(content), 0o644))
 	out, err = checkScript(t, []string{"PLANT=" + f}, "versions.sh")
 	require.NoError(t, err, out)

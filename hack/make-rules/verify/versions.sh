@@ -9,8 +9,9 @@
 # test/util/pins, docs show it in a generated block (update/docs.sh).
 #
 # Not checked: the component.env files themselves; patches/ (upstream's
-# text and our commit messages); go.mod and go.sum files (derived, checked by
-# the staging-overrides and staging-replaces checks); blocks between
+# text and our commit messages); go.mod, go.sum and go.work.sum files (derived,
+# checked by the staging-overrides and staging-replaces checks); the Debian
+# lock of the images (derived, checked by verify/debian-lock.sh); blocks between
 # `<!-- BEGIN GENERATED` and `<!-- END GENERATED -->`; generated reports
 # (docs/rebase-report.md); and records, which name the release they were
 # made on and never change: measured runs (benchmarks/,
@@ -30,13 +31,22 @@ while read -r c; do
     patterns+=("(^|[^0-9A-Za-z.])v${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
   fi
 done < <(component::all)
+# Each pattern applies to the lines that contain its keyword (in lower
+# case; empty: every line). The components' releases are checked on every line.
+keywords=()
+for _ in "${patterns[@]}"; do keywords+=(""); done
 # The tools: each hack/tools/<tool>/go.mod pins, in its require lines, the
-# modules its `tool` lines build (etcd, KWOK).
+# modules its `tool` lines build (etcd, KWOK, runc, ...). A tool's release is
+# written with the tool's name (the folder's, "cni-plugins" also as "cni
+# plugins"), and only such lines are checked: other software shares release
+# lines with the tools (Debian's conntrack and runc, say).
 for mod in "${REPO_ROOT}"/hack/tools/*/go.mod; do
+  tool="$(basename "$(dirname "${mod}")")"
   while read -r v; do
     # A pseudo-version (v0.0.0-<date>-<commit>) names no release line.
     [[ "${v}" != v0.0.0-* && "${v}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || continue
     patterns+=("(^|[^0-9A-Za-z.])v?${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
+    keywords+=("${tool//-/[- ]?}")
   done < <(go mod edit -json "${mod}" | jq -r '(.Tool // [] | map(.Path)) as $tools |
     .Require[]? | select(.Path as $m | any($tools[]; . == $m or startswith($m + "/"))) | .Version' | sort -u)
 done
@@ -45,7 +55,7 @@ if [[ -n "${PLANT:-}" ]]; then
   files=("${PLANT}")
 else
   mapfile -t files < <(cd "${REPO_ROOT}" && git ls-files --cached --others --exclude-standard -- . \
-    ':!build/*/component.env' ':!patches/' ':!*go.mod' ':!*go.sum' ':!benchmarks/' \
+    ':!build/*/component.env' ':!patches/' ':!*go.mod' ':!*.sum' ':!build/images/debian.lock' ':!benchmarks/' \
     ':!hack/benchreport/testdata/' ':!docs/rebase-report.md' ':!docs/measured-times.md' ':!staging-overrides/' | LC_ALL=C sort -u)
 fi
 
@@ -55,12 +65,12 @@ for f in "${files[@]}"; do
   path="${f}"
   [[ -f "${path}" ]] || path="${REPO_ROOT}/${f}"
   grep -Iq . "${path}" 2>/dev/null || continue # binary or empty
-  hits="$(awk -v pats="$(printf '%s\n' "${patterns[@]}")" '
-    BEGIN { n = split(pats, p, "\n") }
+  hits="$(awk -v pats="$(printf '%s\n' "${patterns[@]}")" -v kws="$(printf '%s\n' "${keywords[@]}")" '
+    BEGIN { n = split(pats, p, "\n"); split(kws, k, "\n") }
     /<!-- BEGIN (GENERATED|RECORD)/ { gen = 1 }
     /<!-- END (GENERATED|RECORD) -->/ { gen = 0; next }
     gen { next }
-    { for (i = 1; i <= n; i++) if (p[i] != "" && $0 ~ p[i]) { printf "%s:%d: %s\n", FILENAME, FNR, $0; break } }
+    { for (i = 1; i <= n; i++) if (p[i] != "" && $0 ~ p[i] && (k[i] == "" || tolower($0) ~ k[i])) { printf "%s:%d: %s\n", FILENAME, FNR, $0; break } }
   ' "${path}")"
   if [[ -n "${hits}" ]]; then
     printf '%s\n' "${hits}" | sed "s#^${REPO_ROOT}/##" | cut -c1-200 >&2

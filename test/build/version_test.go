@@ -5,6 +5,7 @@ package build
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -135,6 +136,23 @@ func TestPinnedTools(t *testing.T) {
 	registry, err := pins.Tool(root, "registry", "github.com/distribution/distribution/v3")
 	require.NoError(t, err)
 	require.Contains(t, run(t, filepath.Join(bin, "registry"), "--version"), " "+registry+"\n")
+	kind, err := pins.Tool(root, "kind", "sigs.k8s.io/kind")
+	require.NoError(t, err)
+	require.Contains(t, run(t, filepath.Join(bin, "kind"), "version"), "kind "+kind+" ")
+}
+
+// TestEtcdPinIsUpstreams: the project's etcd (integration tests, the kind
+// node image) is the release the pinned Kubernetes is tested with, the
+// ETCD_VERSION of its hack/lib/etcd.sh (kubeadm's default etcd image too).
+func TestEtcdPinIsUpstreams(t *testing.T) {
+	root := repoRoot(t)
+	etcd, err := pins.Tool(root, "etcd", "go.etcd.io/etcd/server/v3")
+	require.NoError(t, err)
+	script, err := os.ReadFile(filepath.Join(root, "_output", "src", "kubernetes", "hack", "lib", "etcd.sh"))
+	require.NoError(t, err, "run `make build` first")
+	m := regexp.MustCompile(`(?m)^ETCD_VERSION=\$\{ETCD_VERSION:-([0-9.]+)\}$`).FindSubmatch(script)
+	require.NotNil(t, m, "ETCD_VERSION in upstream's hack/lib/etcd.sh")
+	require.Equal(t, "v"+string(m[1]), etcd, "hack/tools/etcd pins upstream's etcd (go get -tool go.etcd.io/etcd/server/v3@v%s ...)", m[1])
 }
 
 func fmtInt(u uint) string { return strconv.FormatUint(uint64(u), 10) }

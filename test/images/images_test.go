@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +56,15 @@ func imagesDir(t testing.TB) string {
 	return dir
 }
 
+// loadSpec reads build/images/images.yaml with the release images only: the
+// node set (pause, etcd, CoreDNS, agnhost) is built by `make node-image`
+// into the kind node image, and tested there (`make kind-e2e`).
 func loadSpec(t testing.TB) *spec.Spec {
 	t.Helper()
 	s, err := spec.Load(filepath.Join(repoRoot(t), "build", "images", "images.yaml"))
 	require.NoError(t, err)
+	s.Images = slices.DeleteFunc(s.Images, func(img spec.Image) bool { return img.Set != "" })
+	require.NotEmpty(t, s.Images, "release images in images.yaml")
 	return s
 }
 

@@ -66,6 +66,10 @@ kind-up: ## kind cluster on the node image: 1 control plane + KIND_WORKERS worke
 kind-down: ## Delete the kind cluster of kind-up
 	hack/make-rules/kind-down.sh
 
+.PHONY: kind-e2e
+kind-e2e: ## test/e2e on the kind cluster (real kubelets), then upstream's e2e.test focused on preemption, disruption and PriorityClass
+	hack/make-rules/kind-e2e.sh
+
 ##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env)
 
 .PHONY: materialize

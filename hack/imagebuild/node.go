@@ -47,7 +47,8 @@ func runNode(args []string) error {
 		return fmt.Errorf("-epoch: %w", err)
 	}
 	mtime := time.Unix(sec, 0).UTC()
-	ref, err := name.NewTag(*tag, name.StrictValidation)
+	// A docker-style name ("kube-guard/node:v1"): docker and kind read it as docker.io/....
+	ref, err := name.NewTag(*tag, name.WeakValidation)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ DOCKER_SHIM="/usr/local/lib/kube-guard/runc-drop-sys-resource"
 docker::host_lacks_sys_resource() {
   local bnd
   bnd="$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)"
-  [[ -n "${bnd}" ]] && (((16#${bnd} >> 24) & 1 == 0))
+  [[ -n "${bnd}" ]] && (( ((16#${bnd} >> 24) & 1) == 0 ))
 }
 
 docker::ensure() {
@@ -46,11 +46,19 @@ docker::ensure() {
     args+=(--add-runtime "${DOCKER_SHIM_NAME}=${DOCKER_SHIM}" --default-runtime "${DOCKER_SHIM_NAME}")
     log "this host's capability bounding set lacks CAP_SYS_RESOURCE: dockerd runs privileged containers through ${DOCKER_SHIM}"
   fi
+  # A dockerd that is still stopping, or the pid file of one that crashed.
+  local pidfile=/var/run/docker.pid deadline=$((SECONDS + 30))
+  while [[ -s "${pidfile}" ]] && kill -0 "$(cat "${pidfile}")" 2>/dev/null; do
+    [[ ${SECONDS} -lt ${deadline} ]] ||
+      fatal "dockerd (pid $(cat "${pidfile}")) runs but does not answer: stop it, or fix it (docker info)"
+    sleep 1
+  done
+  rm -f "${pidfile}"
   log "starting dockerd (log: ${DOCKER_DIR}/dockerd.log)"
   # setsid: the engine outlives this script and its process group.
   setsid dockerd "${args[@]}" >"${DOCKER_DIR}/dockerd.log" 2>&1 </dev/null &
   echo $! >"${DOCKER_DIR}/dockerd.pid"
-  local deadline=$((SECONDS + 60))
+  deadline=$((SECONDS + 60))
   until docker info >/dev/null 2>&1; do
     if ! kill -0 "$(cat "${DOCKER_DIR}/dockerd.pid")" 2>/dev/null; then
       tail -n 20 "${DOCKER_DIR}/dockerd.log" >&2 || true

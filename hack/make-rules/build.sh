@@ -10,24 +10,24 @@
 #
 # Usage: build.sh [component|binary...]   (default: every component)
 # A component's name builds all its BINARIES; a binary is built from the
-# component whose BINARIES list it.
+# component whose BINARIES (or OPTIONAL_BINARIES, built only by name) list it.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/build.sh"
 
-# component_of BINARY: the component whose BINARIES lists BINARY.
+# component_of BINARY: the component whose BINARIES or OPTIONAL_BINARIES lists BINARY.
 component_of() {
   local c b
   while read -r c; do
-    for b in $(component::setting "${c}" BINARIES); do
+    for b in $(component::setting "${c}" BINARIES) $(component::setting "${c}" OPTIONAL_BINARIES); do
       if [[ "${b}" == "$1" ]]; then
         echo "${c}"
         return
       fi
     done
   done < <(component::all)
-  fatal "unknown binary $1: no build/<component>/component.env lists it in BINARIES"
+  fatal "unknown binary $1: no build/<component>/component.env lists it in BINARIES or OPTIONAL_BINARIES"
 }
 
 # build::component NAME BINARY...: applies NAME's series (and the one it is

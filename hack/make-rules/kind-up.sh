@@ -20,6 +20,8 @@ version="$(
   echo "${FORK_GIT_VERSION}"
 )"
 image="${KIND_NODE_IMAGE:-kube-guard/node:${version}}"
+[[ "${version}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot read the minor release of ${version}"
+previous_minor="${BASH_REMATCH[1]}.$((BASH_REMATCH[2] - 1))"
 
 docker::ensure
 if kind::exists; then
@@ -62,6 +64,33 @@ kubeadmConfigPatches:
   kind: KubeletConfiguration
   failCgroupV1: false
 YAML
+  fi
+  # The scheduler's /metrics on the node's address without credentials, as
+  # on the local cluster (the e2e suite reads its preemption metrics), with
+  # the metrics deprecated in this minor release shown
+  # (scheduler_preemption_goroutines_duration_seconds). Appended to kind's
+  # own extraArgs (feature-gates), which exist only with gates.
+  cat <<'YAML'
+kubeadmConfigPatchesJSON6902:
+- group: kubeadm.k8s.io
+  version: v1beta4
+  kind: ClusterConfiguration
+  patch: |
+YAML
+  args=("{name: bind-address, value: 0.0.0.0}"
+    "{name: authorization-always-allow-paths, value: \"/healthz,/readyz,/livez,/metrics\"}"
+    "{name: show-hidden-metrics-for-version, value: \"${previous_minor}\"}")
+  if [[ -n "${KIND_FEATURE_GATES}" ]]; then
+    for a in "${args[@]}"; do
+      echo "    - {op: add, path: /scheduler/extraArgs/-, value: ${a}}"
+    done
+  else
+    echo "    - op: add"
+    echo "      path: /scheduler/extraArgs"
+    echo "      value:"
+    for a in "${args[@]}"; do
+      echo "      - ${a}"
+    done
   fi
 } >"${config}"
 

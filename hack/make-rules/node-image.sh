@@ -25,12 +25,8 @@ NODE_DIR="${OUTPUT_DIR}/node"
 NODE_BIN="${OUTPUT_BIN}/node"
 mkdir -p "${NODE_DIR}" "${NODE_BIN}"
 
-if [[ "${SKIP_BUILD:-0}" != "1" ]]; then
-  "${REPO_ROOT}/hack/make-rules/build.sh" kubernetes descheduler
-  "${REPO_ROOT}/hack/make-rules/tools.sh" etcd kind node
-  SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
-fi
-[[ -f "${OUTPUT_DIR}/images/images.txt" ]] || fatal "no release images in ${OUTPUT_DIR}/images: run make images"
+# The version and date of the image: the patched tree's (applied first).
+[[ "${SKIP_BUILD:-0}" == "1" ]] || "${REPO_ROOT}/hack/make-rules/apply.sh" kubernetes
 
 read -r version epoch < <(
   component::load kubernetes
@@ -40,7 +36,38 @@ read -r version epoch < <(
 )
 component::load kubernetes
 tree="${COMPONENT_TREE}"
-for b in kubelet kubeadm kubectl etcd etcdctl node/containerd node/ctr node/containerd-shim-runc-v2 node/runc node/coredns \
+
+# The root file system, made again only when the package list changes.
+# shellcheck source=build/node/packages.env
+source "${REPO_ROOT}/build/node/packages.env"
+read -ra packages <<<"$(tr -s ' \n' ' ' <<<"${NODE_DEBIAN_PACKAGES}")"
+key="$(printf '%s\n' "${NODE_DEBIAN_SUITE}" "${packages[@]}" | sha256sum | cut -c1-12)"
+rootfs="${NODE_DIR}/rootfs-${key}.tar"
+if [[ ! -f "${rootfs}" ]] || [[ ! -s "${rootfs}" ]]; then
+  command -v mmdebstrap >/dev/null || {
+    log "installing Debian's mmdebstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null || fatal "apt-get install mmdebstrap failed"
+  }
+  log "making the ${NODE_DEBIAN_SUITE} root file system (${#packages[@]} packages and their dependencies; a few minutes)"
+  rm -rf "${NODE_DIR}"/rootfs-*  # older package lists, an interrupted run
+  SOURCE_DATE_EPOCH="${epoch}" mmdebstrap --verbose --mode=root --format=tar --variant=minbase \
+    --include="$(IFS=,; echo "${packages[*]}")" \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --customize-hook='mkdir -p "$1/kind" && chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" > "$1/kind/debian-packages.txt"' \
+    "${NODE_DEBIAN_SUITE}" "${rootfs}.tmp" http://deb.debian.org/debian >"${NODE_DIR}/mmdebstrap.log" 2>&1 ||
+    fatal "mmdebstrap failed (log: ${NODE_DIR}/mmdebstrap.log)"
+  mv "${rootfs}.tmp" "${rootfs}"
+fi
+
+if [[ "${SKIP_BUILD:-0}" != "1" ]]; then
+  "${REPO_ROOT}/hack/make-rules/build.sh" kubernetes descheduler agnhost
+  "${REPO_ROOT}/hack/make-rules/tools.sh" etcd kind node
+  SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
+fi
+[[ -f "${OUTPUT_DIR}/images/images.txt" ]] || fatal "no release images in ${OUTPUT_DIR}/images: run make images"
+
+for b in kubelet kubeadm kubectl agnhost etcd etcdctl node/containerd node/ctr node/containerd-shim-runc-v2 node/runc node/coredns \
   node/cni/host-local node/cni/loopback node/cni/ptp node/cni/portmap; do
   [[ -x "${OUTPUT_BIN}/${b}" ]] || fatal "${OUTPUT_BIN}/${b} is missing: run make node-image without SKIP_BUILD"
 done
@@ -57,7 +84,8 @@ tag_of() {
 pause_tag="$(tag_of pause)"
 etcd_tag="$(tag_of etcd)"
 coredns_tag="$(tag_of coredns/coredns)"
-# The pinned etcd and CoreDNS must be the releases kubeadm asks for.
+# The pinned etcd and CoreDNS must be the releases kubeadm asks for
+# (upstream's etcd image tags are <etcd version>-<image revision>).
 etcd_version="$("${OUTPUT_BIN}/etcd" --version | sed -n 's/^etcd Version: //p')"
 [[ "${etcd_tag}" == "${etcd_version}-"* ]] ||
   fatal "kubeadm wants etcd ${etcd_tag}, the pinned etcd is ${etcd_version} (hack/tools/etcd)"
@@ -66,6 +94,11 @@ coredns_version="$(go list -C "${REPO_ROOT}/hack/tools/coredns" -mod=readonly -m
   fatal "kubeadm wants CoreDNS ${coredns_tag}, the pinned CoreDNS is ${coredns_version} (hack/tools/coredns)"
 grep -q "^TAG ?= ${pause_tag}\$" "${tree}/build/pause/Makefile" ||
   fatal "kubeadm wants pause ${pause_tag}, upstream's build/pause/Makefile builds another"
+
+# agnhost: tagged as upstream's e2e names it (test/utils/image/manifest.go).
+agnhost_tag="$(sed -n 's/.*configs\[Agnhost\] = Config{[^,]*, "agnhost", "\([^"]*\)"}.*/\1/p' "${tree}/test/utils/image/manifest.go")"
+[[ "${agnhost_tag}" == "$(cat "${tree}/test/images/agnhost/VERSION")" ]] ||
+  fatal "upstream's e2e wants agnhost '${agnhost_tag}', test/images/agnhost/VERSION builds $(cat "${tree}/test/images/agnhost/VERSION")"
 
 log "pause ${pause_tag} from ${tree#"${REPO_ROOT}/"}/build/pause"
 command -v gcc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
@@ -78,32 +111,9 @@ go build -C "${REPO_ROOT}" -o "${OUTPUT_BIN}/imagebuild" ./hack/imagebuild
 IMAGES_OUT="${NODE_DIR}/images" IMAGES_ONLY_ROOTFS=1 SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
 "${OUTPUT_BIN}/imagebuild" build -set node -spec "${REPO_ROOT}/build/images/images.yaml" -bin "${OUTPUT_BIN}" \
   -rootfs "${NODE_DIR}/images.rootfs" -out "${NODE_DIR}/images" \
-  -version "pause=${pause_tag}" -version "etcd=${etcd_tag}" -version "coredns=${coredns_tag}" \
-  -epoch "pause=${epoch}" -epoch "etcd=${epoch}" -epoch "coredns=${epoch}"
+  -version "pause=${pause_tag}" -version "etcd=${etcd_tag}" -version "coredns=${coredns_tag}" -version "agnhost=${agnhost_tag}" \
+  -epoch "pause=${epoch}" -epoch "etcd=${epoch}" -epoch "coredns=${epoch}" -epoch "agnhost=${epoch}"
 rm -rf "${NODE_DIR}/images.rootfs"
-
-# The root file system, made again only when the package list changes.
-# shellcheck source=build/node/packages.env
-source "${REPO_ROOT}/build/node/packages.env"
-read -ra packages <<<"$(tr -s ' \n' ' ' <<<"${NODE_DEBIAN_PACKAGES}")"
-key="$(printf '%s\n' "${NODE_DEBIAN_SUITE}" "${packages[@]}" | sha256sum | cut -c1-12)"
-rootfs="${NODE_DIR}/rootfs-${key}.tar"
-if [[ ! -s "${rootfs}" ]]; then
-  command -v mmdebstrap >/dev/null || {
-    log "installing Debian's mmdebstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null || fatal "apt-get install mmdebstrap failed"
-  }
-  log "making the ${NODE_DEBIAN_SUITE} root file system (${#packages[@]} packages and their dependencies; a few minutes)"
-  rm -f "${NODE_DIR}"/rootfs-*.tar
-  SOURCE_DATE_EPOCH="${epoch}" mmdebstrap --quiet --mode=root --variant=minbase \
-    --include="$(IFS=,; echo "${packages[*]}")" \
-    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-    --dpkgopt='path-exclude=/usr/share/locale/*' \
-    --customize-hook='mkdir -p "$1/kind" && chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" > "$1/kind/debian-packages.txt"' \
-    "${NODE_DEBIAN_SUITE}" "${rootfs}.tmp" http://deb.debian.org/debian >"${NODE_DIR}/mmdebstrap.log" 2>&1 ||
-    fatal "mmdebstrap failed (log: ${NODE_DIR}/mmdebstrap.log)"
-  mv "${rootfs}.tmp" "${rootfs}"
-fi
 
 # The files over it.
 kind_dir="$(go list -C "${REPO_ROOT}/hack/tools/kind" -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kind)"

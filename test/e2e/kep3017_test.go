@@ -20,6 +20,10 @@ import (
 // (one of three running pods is not Ready, minAvailable 3) refuses the
 // eviction of the unready pod with IfHealthyBudget and without a policy, and
 // allows it with AlwaysAllow; healthy pods stay guarded in every case.
+//
+// On KWOK nodes a stage keeps the pod Running and not Ready; on real
+// kubelets (kind) the pod's own readiness probe fails: agnhost's gRPC health
+// server, told through the apiserver's pod proxy to stop serving.
 func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 	c := setup(t)
 	ns := c.Namespace(t, "kep3017")
@@ -39,7 +43,7 @@ func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 			var pods []string
 			for i := range 3 {
 				name := fmt.Sprintf("%s-%d", app, i)
-				c.CreatePod(t, ns, name, map[string]string{"app": app}, framework.PodSpec("", resource.Quantity{}))
+				c.CreatePod(t, ns, name, map[string]string{"app": app}, c.probedPodSpec(t))
 				pods = append(pods, name)
 			}
 			for _, name := range pods {
@@ -50,11 +54,8 @@ func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 				return s.ExpectedPods == 3 && s.CurrentHealthy == 3
 			})
 
-			// Make one pod NotReady: the KWOK stage keeps it Running, not Ready.
 			unready, healthy := pods[0], pods[1]
-			_, err := c.Client.CoreV1().Pods(ns).Patch(ctx, unready, types.MergePatchType,
-				[]byte(`{"metadata":{"labels":{"`+framework.ReadyLabel+`":"false"}}}`), metav1.PatchOptions{})
-			require.NoError(t, err)
+			c.makeUnready(t, ns, unready)
 			c.Poll(t, unready+" to be Running and not Ready", func(ctx context.Context) (bool, error) {
 				p, err := c.Client.CoreV1().Pods(ns).Get(ctx, unready, metav1.GetOptions{})
 				if err != nil {
@@ -66,7 +67,7 @@ func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 				return s.CurrentHealthy == 2 && s.DesiredHealthy == 3 && s.DisruptionsAllowed == 0
 			})
 
-			err = c.evict(ns, unready)
+			err := c.evict(ns, unready)
 			if tc.evictsUnready {
 				require.NoError(t, err, "AlwaysAllow evicts the unready pod")
 				c.Poll(t, unready+" to be gone", func(ctx context.Context) (bool, error) {
@@ -89,6 +90,49 @@ func TestKEP3017UnhealthyPodEvictionPolicy(t *testing.T) {
 			require.Nil(t, p.DeletionTimestamp, "the healthy pod is not being deleted")
 		})
 	}
+}
+
+// Ports of agnhost grpc-health-checking: the gRPC health service the
+// readiness probe asks, and the HTTP server that switches it.
+const (
+	grpcHealthPort   = 5000
+	grpcHealthSwitch = "8080"
+)
+
+// probedPodSpec is a pod that is Ready until makeUnready: on KWOK, any pod
+// (a stage decides); on real kubelets, agnhost's gRPC health server with a
+// readiness probe every second.
+func (c *cluster) probedPodSpec(t *testing.T) corev1.PodSpec {
+	t.Helper()
+	spec := framework.PodSpec("", resource.Quantity{})
+	if !c.RealKubelets {
+		return spec
+	}
+	require.NotEmpty(t, c.AgnhostImage, "KUBE_GUARD_E2E_AGNHOST_IMAGE names upstream's agnhost on real kubelets (make kind-e2e sets it)")
+	ctr := &spec.Containers[0]
+	ctr.Image = c.AgnhostImage
+	ctr.Args = []string{"grpc-health-checking", fmt.Sprintf("--port=%d", grpcHealthPort), "--http-port=" + grpcHealthSwitch}
+	ctr.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: grpcHealthPort}},
+		PeriodSeconds:    1,
+		FailureThreshold: 1,
+	}
+	return spec
+}
+
+// makeUnready makes a Running, Ready pod of probedPodSpec not Ready while it
+// keeps running: KWOK's stage on a label, or the real probe failing.
+func (c *cluster) makeUnready(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if !c.RealKubelets {
+		_, err := c.Client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"`+framework.ReadyLabel+`":"false"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		return
+	}
+	body, err := c.Client.CoreV1().Pods(ns).ProxyGet("http", name, grpcHealthSwitch, "/make-not-serving", nil).DoRaw(ctx)
+	require.NoError(t, err, "agnhost's /make-not-serving through the pod proxy: %s", body)
 }
 
 // evict posts a policy/v1 Eviction for the pod.

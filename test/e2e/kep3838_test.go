@@ -19,6 +19,7 @@ import (
 // gate is removed the pod lands on the one matching KWOK node.
 func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 	c := setup(t)
+	c.RequireKWOK(t)
 	ctx := context.Background()
 	ns := c.Namespace(t, "kep3838")
 	target := len(c.Nodes) - 1

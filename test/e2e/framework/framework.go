@@ -1,7 +1,18 @@
 // Package framework is the end-to-end suite's access to the cluster under
 // test (test/e2e): the local cluster of the patched control plane with KWOK
-// nodes that `make e2e` brings up. Tests get it with Setup, which skips the
-// test, saying why, when no cluster is configured.
+// nodes that `make e2e` brings up, or the kind cluster of real kubelets on
+// the kube-guard node image that `make kind-e2e` brings up. Tests get it
+// with Setup, which skips the test, saying why, when no cluster is
+// configured.
+//
+// Environment:
+//
+//	KUBE_GUARD_E2E_KUBECONFIG      the cluster (required)
+//	KUBE_GUARD_E2E_SCHEDULER_URL   the scheduler's secure address (its /metrics)
+//	KUBE_GUARD_E2E_NODE_SELECTOR   the nodes the tests fill (default type=kwok;
+//	                               kind: !node-role.kubernetes.io/control-plane)
+//	KUBE_GUARD_E2E_POD_IMAGE       the tests' pods' image (default registry.k8s.io/pause:3.10)
+//	KUBE_GUARD_E2E_AGNHOST_IMAGE   upstream's agnhost, for probes on real kubelets
 package framework
 
 import (
@@ -48,13 +59,33 @@ const (
 	WaitTimeout    = 90 * time.Second
 )
 
-// Cluster is the local cluster under test.
+// Cluster is the cluster under test.
 type Cluster struct {
 	Client       kubernetes.Interface
 	SchedulerURL string
-	Nodes        []corev1.Node
-	NodeCPU      resource.Quantity
-	GateOn       bool
+	// Nodes are the nodes the tests fill (KUBE_GUARD_E2E_NODE_SELECTOR).
+	Nodes []corev1.Node
+	// NodeCPU is the CPU free on every one of Nodes: allocatable less the
+	// requests of the pods already there (a kind node's CoreDNS), the
+	// smallest over the nodes. A pod asking for NodeCPU fills a node.
+	NodeCPU resource.Quantity
+	GateOn  bool
+	// RealKubelets: the nodes are kubelets (kind), not KWOK's: probes run
+	// and pods are made unready by their probes, not by KWOK's stages.
+	RealKubelets bool
+	// AgnhostImage is upstream's agnhost (KUBE_GUARD_E2E_AGNHOST_IMAGE).
+	AgnhostImage string
+}
+
+// PodImage is the image of the tests' pods (KUBE_GUARD_E2E_POD_IMAGE): KWOK
+// never pulls it; on kind it is the pause image preloaded into the nodes.
+var PodImage = envOr("KUBE_GUARD_E2E_POD_IMAGE", "registry.k8s.io/pause:3.10")
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 var (
@@ -95,19 +126,30 @@ func connect(kubeconfig string) (*Cluster, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+	selector := envOr("KUBE_GUARD_E2E_NODE_SELECTOR", "type=kwok")
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
 	if len(nodes.Items) == 0 {
-		return nil, fmt.Errorf("the cluster has no KWOK nodes")
+		return nil, fmt.Errorf("the cluster has no nodes matching %q", selector)
 	}
-	c := &Cluster{Client: client, SchedulerURL: os.Getenv("KUBE_GUARD_E2E_SCHEDULER_URL"), Nodes: nodes.Items}
-	c.NodeCPU = nodes.Items[0].Status.Allocatable[corev1.ResourceCPU]
-	for _, n := range nodes.Items {
-		if cpu := n.Status.Allocatable[corev1.ResourceCPU]; cpu.Cmp(c.NodeCPU) != 0 {
-			return nil, fmt.Errorf("node %s has %s CPUs, %s has %s: the tests want equal nodes", n.Name, cpu.String(), nodes.Items[0].Name, c.NodeCPU.String())
+	c := &Cluster{Client: client, SchedulerURL: os.Getenv("KUBE_GUARD_E2E_SCHEDULER_URL"), Nodes: nodes.Items,
+		AgnhostImage: os.Getenv("KUBE_GUARD_E2E_AGNHOST_IMAGE")}
+	for i, n := range nodes.Items {
+		if n.Labels["type"] != "kwok" {
+			c.RealKubelets = true
 		}
+		free, err := freeCPU(ctx, client, &n)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 || free.Cmp(c.NodeCPU) < 0 {
+			c.NodeCPU = free
+		}
+	}
+	if c.NodeCPU.MilliValue() < 200 {
+		return nil, fmt.Errorf("a node has only %s CPU free: the tests need at least 200m on each of %d nodes", c.NodeCPU.String(), len(nodes.Items))
 	}
 	metrics, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -116,6 +158,46 @@ func connect(kubeconfig string) (*Cluster, error) {
 	re := regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="` + GateName + `"[^}]*\} 1$`)
 	c.GateOn = re.Match(metrics)
 	return c, nil
+}
+
+// freeCPU is the node's allocatable CPU less the requests of the pods bound
+// to it that have not terminated (containers' requests, or the largest init
+// container's when larger, plus overhead: what the scheduler counts).
+func freeCPU(ctx context.Context, client kubernetes.Interface, node *corev1.Node) (resource.Quantity, error) {
+	free := node.Status.Allocatable[corev1.ResourceCPU]
+	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
+	if err != nil {
+		return free, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var sum, initMax resource.Quantity
+		for _, ctr := range p.Spec.Containers {
+			sum.Add(ctr.Resources.Requests[corev1.ResourceCPU])
+		}
+		for _, ctr := range p.Spec.InitContainers {
+			if r := ctr.Resources.Requests[corev1.ResourceCPU]; r.Cmp(initMax) > 0 {
+				initMax = r
+			}
+		}
+		if initMax.Cmp(sum) > 0 {
+			sum = initMax
+		}
+		sum.Add(p.Spec.Overhead[corev1.ResourceCPU])
+		free.Sub(sum)
+	}
+	return free, nil
+}
+
+// RequireKWOK skips the test on real kubelets: it relies on the local
+// cluster's KWOK nodes (their labels, their stages).
+func (c *Cluster) RequireKWOK(t *testing.T) {
+	t.Helper()
+	if c.RealKubelets {
+		t.Skip("this test relies on the local cluster's KWOK nodes (make e2e)")
+	}
 }
 
 // requireGate skips the test unless DisruptionPolicyInPriorityClass is on (want=true) or off.
@@ -182,7 +264,7 @@ func (c *Cluster) Poll(t *testing.T, what string, cond wait.ConditionWithContext
 
 // PodSpec is a pod of one container asking for cpu (none when zero).
 func PodSpec(priorityClass string, cpu resource.Quantity) corev1.PodSpec {
-	ctr := corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"}
+	ctr := corev1.Container{Name: "app", Image: PodImage}
 	if !cpu.IsZero() {
 		ctr.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: cpu}
 	}

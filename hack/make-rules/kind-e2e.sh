@@ -22,7 +22,7 @@ KIND_E2E_RUN="${KIND_E2E_RUN:-Kind|KEP3017|KEP3280|KEP4832|KEP4563}"
 KIND_E2E_TIMEOUT="${KIND_E2E_TIMEOUT:-30m}"
 KIND_E2E_UPSTREAM="${KIND_E2E_UPSTREAM:-1}"
 KIND_E2E_UPSTREAM_FOCUS="${KIND_E2E_UPSTREAM_FOCUS:-\[sig-scheduling\] SchedulerPreemption|\[sig-apps\] DisruptionController|PriorityClass}"
-KIND_E2E_UPSTREAM_SKIP="${KIND_E2E_UPSTREAM_SKIP:-\[Flaky\]|\[Disruptive\]|\[Feature:}"
+KIND_E2E_UPSTREAM_SKIP="${KIND_E2E_UPSTREAM_SKIP:-\[Flaky\]|\[Disruptive\]}"
 
 docker::ensure
 if ! kind::exists; then
@@ -33,9 +33,10 @@ fi
 
 # What the nodes hold (the node image's preloaded images), and the
 # scheduler's secure port on the control-plane node (kind-up.sh binds it).
+node_images="$(docker exec "${KIND_NAME}-worker" ctr --namespace k8s.io images list --quiet)" ||
+  fatal "cannot list the images of ${KIND_NAME}-worker"
 node_image() {
-  docker exec "${KIND_NAME}-worker" ctr --namespace k8s.io images list --quiet | grep -m 1 "^$1" ||
-    fatal "no image $1* on ${KIND_NAME}-worker: is it a cluster of make kind-up?"
+  grep -m 1 "^$1" <<<"${node_images}" || fatal "no image $1* on ${KIND_NAME}-worker: is it a cluster of make kind-up?"
 }
 pause_image="$(node_image registry.k8s.io/pause:)"
 agnhost_image="$(node_image registry.k8s.io/e2e-test-images/agnhost:)"

@@ -8,7 +8,7 @@
 #   2. upstream's own e2e.test, built from the patched tree, focused on
 #      KIND_E2E_UPSTREAM_FOCUS (SchedulerPreemption, DisruptionController,
 #      PriorityClass); every spec and its result go to
-#      _output/kind/upstream-e2e/results.txt (KIND_E2E_UPSTREAM=0 skips it).
+#      _output/kind-e2e/upstream/results.txt (KIND_E2E_UPSTREAM=0 skips it).
 #
 # Knobs: KIND_E2E_RUN (go test -run of phase 1), KIND_E2E_TIMEOUT (30m),
 # KIND_E2E_UPSTREAM_FOCUS, KIND_E2E_UPSTREAM_SKIP, plus hack/lib/kind.sh's.
@@ -60,7 +60,8 @@ if [[ "${KIND_E2E_UPSTREAM}" == "0" ]]; then
   exit 0
 fi
 "${REPO_ROOT}/hack/make-rules/build-e2e-test.sh"
-report="${KIND_DIR}/upstream-e2e"
+# Outside _output/kind, which make kind-down deletes.
+report="${OUTPUT_DIR}/kind-e2e/upstream"
 rm -rf "${report}"
 mkdir -p "${report}"
 log "kind e2e 2/2: upstream's e2e.test --ginkgo.focus='${KIND_E2E_UPSTREAM_FOCUS}' --ginkgo.skip='${KIND_E2E_UPSTREAM_SKIP}' (log: ${report#"${REPO_ROOT}/"}/e2e.log)"
@@ -68,7 +69,7 @@ start="$(date +%s)"
 status=0
 "${OUTPUT_BIN}/e2e.test" --kubeconfig="${KIND_KUBECONFIG}" --provider=skeleton \
   --ginkgo.focus="${KIND_E2E_UPSTREAM_FOCUS}" --ginkgo.skip="${KIND_E2E_UPSTREAM_SKIP}" \
-  --ginkgo.timeout=2h --ginkgo.json-report="${report}/report.json" --report-dir="${report}" \
+  --ginkgo.timeout=2h --ginkgo.no-color --ginkgo.json-report="${report}/report.json" --report-dir="${report}" \
   --dump-logs-on-failure=false >"${report}/e2e.log" 2>&1 || status=$?
 # Every spec that ran, and its result, one a line.
 jq -r '.[].SpecReports[] | select(.LeafNodeType == "It") | select(.State != "skipped") |

@@ -18,7 +18,7 @@ source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"
 
-KIND_E2E_RUN="${KIND_E2E_RUN:-Kind|KEP3017|KEP3280|KEP4832|KEP4563}"
+KIND_E2E_RUN="${KIND_E2E_RUN:-Kind|KEP3017|KEP3280|KEP3838|KEP4832|KEP4563}"
 KIND_E2E_TIMEOUT="${KIND_E2E_TIMEOUT:-30m}"
 KIND_E2E_UPSTREAM="${KIND_E2E_UPSTREAM:-1}"
 KIND_E2E_UPSTREAM_FOCUS="${KIND_E2E_UPSTREAM_FOCUS:-\[sig-scheduling\] SchedulerPreemption|\[sig-apps\] DisruptionController|PriorityClass}"
@@ -47,7 +47,7 @@ start="$(date +%s)"
 (
   cd "${REPO_ROOT}"
   KUBE_GUARD_E2E_KUBECONFIG="${KIND_KUBECONFIG}" \
-    KUBE_GUARD_E2E_NODE_SELECTOR='!node-role.kubernetes.io/control-plane' \
+    KUBE_GUARD_E2E_NODE_SELECTOR=type=kind \
     KUBE_GUARD_E2E_POD_IMAGE="${pause_image}" \
     KUBE_GUARD_E2E_AGNHOST_IMAGE="${agnhost_image}" \
     KUBE_GUARD_E2E_SCHEDULER_URL="https://${cp_ip}:10259" \

@@ -53,8 +53,11 @@ config="${KIND_DIR}/config.yaml"
   fi
   echo "nodes:"
   echo "- role: control-plane"
+  # The workers carry the labels of the local cluster's KWOK nodes (an
+  # index, a zone of two), so that the e2e tests can aim pods at a node.
   for ((i = 0; i < KIND_WORKERS; i++)); do
     echo "- role: worker"
+    echo "  labels: {type: kind, kube-guard.io/node-index: \"${i}\", topology.kubernetes.io/zone: zone-$((i % 2))}"
   done
   if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
     # cgroup v1 host: the kubelets must be told it is accepted.
@@ -105,6 +108,9 @@ fi
 kubectl=("${OUTPUT_BIN}/kubectl" --kubeconfig "${KIND_KUBECONFIG}")
 "${kubectl[@]}" wait --for=condition=Ready nodes --all --timeout="${KIND_WAIT}s" >/dev/null ||
   fatal "nodes not Ready within ${KIND_WAIT}s"
+# CoreDNS placed and serving: the e2e suite counts what it takes of a node.
+"${kubectl[@]}" --namespace kube-system wait --for=condition=Available deployments --all --timeout="${KIND_WAIT}s" >/dev/null ||
+  fatal "the kube-system Deployments (CoreDNS) are not available within ${KIND_WAIT}s"
 log "kind cluster up in $(($(date +%s) - start)) s"
 "${kubectl[@]}" get nodes -o wide
 cat <<EOF2

@@ -16,10 +16,10 @@ import (
 
 // TestKEP3838MutableSchedulingDirectives: the scheduling directives of a
 // gated pod may only be narrowed; a non-gated pod's not at all; once the
-// gate is removed the pod lands on the one matching KWOK node.
+// gate is removed the pod lands on the one matching node (KWOK's, or a kind
+// worker: both carry a node index, a zone and a type label).
 func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 	c := setup(t)
-	c.RequireKWOK(t)
 	ctx := context.Background()
 	ns := c.Namespace(t, "kep3838")
 	target := len(c.Nodes) - 1
@@ -66,7 +66,7 @@ func TestKEP3838MutableSchedulingDirectives(t *testing.T) {
 		require.NoError(t, update("gated", func(p *corev1.Pod) {
 			term := &p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
 			term.MatchExpressions = append(term.MatchExpressions, corev1.NodeSelectorRequirement{
-				Key: "type", Operator: corev1.NodeSelectorOpIn, Values: []string{"kwok"}})
+				Key: "type", Operator: corev1.NodeSelectorOpIn, Values: []string{c.Nodes[0].Labels["type"]}})
 		}))
 	})
 	t.Run("relaxing a nodeAffinity term of a gated pod is rejected", func(t *testing.T) {

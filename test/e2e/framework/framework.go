@@ -10,7 +10,7 @@
 //	KUBE_GUARD_E2E_KUBECONFIG      the cluster (required)
 //	KUBE_GUARD_E2E_SCHEDULER_URL   the scheduler's secure address (its /metrics)
 //	KUBE_GUARD_E2E_NODE_SELECTOR   the nodes the tests fill (default type=kwok;
-//	                               kind: !node-role.kubernetes.io/control-plane)
+//	                               kind: type=kind, its workers)
 //	KUBE_GUARD_E2E_POD_IMAGE       the tests' pods' image (default registry.k8s.io/pause:3.10)
 //	KUBE_GUARD_E2E_AGNHOST_IMAGE   upstream's agnhost, for probes on real kubelets
 package framework
@@ -52,7 +52,8 @@ import (
 const (
 	// ReadyLabel set to "false" keeps a pod Running but not Ready (build/local/kwok-stages.yaml).
 	ReadyLabel = "kube-guard.io/ready"
-	// NodeIndexLabel is the index every KWOK node of the local cluster carries.
+	// NodeIndexLabel is the index every KWOK node of the local cluster, and
+	// every worker of the kind cluster, carries.
 	NodeIndexLabel = "kube-guard.io/node-index"
 	GateName       = "DisruptionPolicyInPriorityClass"
 	PollInterval   = 250 * time.Millisecond
@@ -189,15 +190,6 @@ func freeCPU(ctx context.Context, client kubernetes.Interface, node *corev1.Node
 		free.Sub(sum)
 	}
 	return free, nil
-}
-
-// RequireKWOK skips the test on real kubelets: it relies on the local
-// cluster's KWOK nodes (their labels, their stages).
-func (c *Cluster) RequireKWOK(t *testing.T) {
-	t.Helper()
-	if c.RealKubelets {
-		t.Skip("this test relies on the local cluster's KWOK nodes (make e2e)")
-	}
 }
 
 // requireGate skips the test unless DisruptionPolicyInPriorityClass is on (want=true) or off.

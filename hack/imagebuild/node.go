@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -34,6 +35,7 @@ func runNode(args []string) error {
 	tag := fs.String("tag", "", "the image's tag")
 	epoch := fs.String("epoch", "", "SOURCE_DATE_EPOCH of every timestamp")
 	out := fs.String("out", "", "docker archive to write")
+	layoutDir := fs.String("layout", "", "also write the image into this OCI layout (made anew), annotated with its tag, for imagebuild push")
 	var drops listFlag
 	fs.Var(&drops, "drop", "path.Match pattern of paths of the root file system to leave out, with what they hold (repeated)")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +110,18 @@ func runNode(args []string) error {
 	tmp := *out + ".tmp"
 	if err := tarball.WriteToFile(tmp, ref, img); err != nil {
 		return err
+	}
+	if *layoutDir != "" {
+		if err := os.RemoveAll(*layoutDir); err != nil {
+			return err
+		}
+		p, err := layout.Write(*layoutDir, empty.Index)
+		if err != nil {
+			return err
+		}
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: ref.String()})); err != nil {
+			return err
+		}
 	}
 	d, err := img.Digest()
 	if err != nil {

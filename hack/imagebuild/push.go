@@ -85,7 +85,9 @@ func push(ctx context.Context, dir, registry string) ([]string, error) {
 		if ref == "" {
 			return pushed, fmt.Errorf("%s: manifest %s has no %s annotation", dir, desc.Digest, refNameAnnotation)
 		}
-		local, err := name.NewTag(ref, name.StrictValidation)
+		// Docker-style names too (the node image's kube-guard/node:<version>):
+		// only the repository path and the tag are used.
+		local, err := name.NewTag(ref, name.WeakValidation)
 		if err != nil {
 			return pushed, fmt.Errorf("%s: %w", dir, err)
 		}

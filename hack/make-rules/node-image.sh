@@ -153,7 +153,7 @@ cp "${OUTPUT_DIR}"/images/*.tar "${NODE_DIR}"/images/*.tar "${overlay}/kind/imag
 tag="kube-guard/node:${version}"
 log "assembling ${tag}"
 "${OUTPUT_BIN}/imagebuild" node -rootfs "${rootfs}" -overlay "${overlay}" -tag "${tag}" -epoch "${epoch}" \
-  -out "${NODE_DIR}/node-image.tar" \
+  -out "${NODE_DIR}/node-image.tar" -layout "${NODE_DIR}/oci" \
   -drop 'dev/*' -drop 'lib/systemd/system/multi-user.target.wants/*' -drop 'etc/systemd/system/*.wants/*' \
   -drop 'lib/systemd/system/local-fs.target.wants/*' -drop 'lib/systemd/system/basic.target.wants/*' \
   -drop 'lib/systemd/system/sockets.target.wants/*udev*' -drop 'lib/systemd/system/sockets.target.wants/*initctl*' \

@@ -2,19 +2,20 @@
 # make node-image: the kind node image kube-guard/node:<kubernetes fork
 # version>, for `kind create cluster --image ...` (docs/kind.md), built here
 # without a registry and without `kind build node-image` (which pulls images):
-#   1. the binaries (kubelet, kubeadm, kubectl and the control plane; the
-#      pinned containerd, runc, CNI plugins, CoreDNS and etcd; pause from
-#      upstream's build/pause) and the release images (`make images`);
-#      SKIP_BUILD=1 uses _output/bin and _output/images as they are;
-#   2. the images kubeadm and kind need besides the control plane (pause,
-#      etcd, CoreDNS: build/images/images.yaml, set node), tagged as
-#      `kubeadm config images list` names them;
-#   3. a Debian root file system (mmdebstrap, build/node/packages.env),
+#   1. a Debian root file system (mmdebstrap, build/node/packages.env),
 #      kept in _output/node/rootfs-<hash>.tar until the package list changes;
+#   2. the binaries (kubelet, kubeadm, kubectl and the control plane; the
+#      pinned containerd, runc, CNI plugins, CoreDNS and etcd; agnhost; pause
+#      from upstream's build/pause) and the release images (`make images`);
+#      SKIP_BUILD=1 uses _output/bin and _output/images as they are;
+#   3. the images kubeadm, kind and the e2e need besides the control plane
+#      (pause, etcd, CoreDNS, agnhost: build/images/images.yaml, set node),
+#      tagged as `kubeadm config images list` and upstream's e2e name them;
 #   4. kind's base image files (sigs.k8s.io/kind, as pinned), the binaries,
 #      build/node/files (image preload and pod network services, kind
 #      manifests) and /kind/images/*.tar, over it, in one layer
-#      (hack/imagebuild node), as _output/node/node-image.tar;
+#      (hack/imagebuild node), as _output/node/node-image.tar and, for
+#      `make push`, the OCI layout _output/node/oci;
 #   5. loaded into the docker engine (hack/lib/docker.sh starts one if needed).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"

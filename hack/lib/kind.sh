@@ -13,15 +13,14 @@
 #   KIND_WAIT            how long to wait for Ready nodes (default 300s)
 
 # shellcheck disable=SC2034
+source "${REPO_ROOT}/hack/lib/gates.sh"
+
 KIND_DIR="${OUTPUT_DIR}/kind"
 KIND_NAME="kube-guard"
 KIND_KUBECONFIG="${KIND_DIR}/kubeconfig"
 KIND_WORKERS="${KIND_WORKERS:-2}"
-KIND_FEATURE_GATES="${KIND_FEATURE_GATES-DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true}"
-if [[ -z "${KIND_RUNTIME_CONFIG+set}" ]]; then
-  KIND_RUNTIME_CONFIG=""
-  [[ ",${KIND_FEATURE_GATES}," != *,EvictionRequestAPI=true,* ]] || KIND_RUNTIME_CONFIG="lifecycle.k8s.io/v1alpha1=true"
-fi
+KIND_FEATURE_GATES="${KIND_FEATURE_GATES-${GATES_DEFAULT}}"
+KIND_RUNTIME_CONFIG="${KIND_RUNTIME_CONFIG-$(gates::runtime_config "${KIND_FEATURE_GATES}")}"
 KIND_WAIT="${KIND_WAIT:-300}"
 
 # kind::kind ARGS...: the pinned kind.

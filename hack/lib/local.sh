@@ -25,6 +25,8 @@
 
 # The LOCAL_* variables are for the scripts that source this file.
 # shellcheck disable=SC2034
+source "${REPO_ROOT}/hack/lib/gates.sh"
+
 LOCAL_DIR="${OUTPUT_DIR}/local"
 LOCAL_NAME="kube-guard"
 # kwokctl keeps its clusters and caches under $KWOK_WORKDIR (default ~/.kwok).
@@ -38,11 +40,8 @@ LOCAL_ENV_FILE="${LOCAL_DIR}/cluster.env"
 LOCAL_STAGES="${REPO_ROOT}/build/local/kwok-stages.yaml"
 
 LOCAL_NODES="${LOCAL_NODES:-4}"
-LOCAL_FEATURE_GATES="${LOCAL_FEATURE_GATES-DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true}"
-if [[ -z "${LOCAL_RUNTIME_CONFIG+set}" ]]; then
-  LOCAL_RUNTIME_CONFIG=""
-  [[ ",${LOCAL_FEATURE_GATES}," != *,EvictionRequestAPI=true,* ]] || LOCAL_RUNTIME_CONFIG="lifecycle.k8s.io/v1alpha1=true"
-fi
+LOCAL_FEATURE_GATES="${LOCAL_FEATURE_GATES-${GATES_DEFAULT}}"
+LOCAL_RUNTIME_CONFIG="${LOCAL_RUNTIME_CONFIG-$(gates::runtime_config "${LOCAL_FEATURE_GATES}")}"
 LOCAL_NODE_CPU="${LOCAL_NODE_CPU:-4}"
 LOCAL_NODE_MEMORY="${LOCAL_NODE_MEMORY:-16Gi}"
 LOCAL_NODE_PODS="${LOCAL_NODE_PODS:-110}"

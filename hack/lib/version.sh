@@ -36,3 +36,16 @@ version::vars() {
   FORK_GIT_BRANCH="${FORK_GIT_BRANCH:-HEAD}"
   export FORK_GIT_BRANCH FORK_GIT_VERSION FORK_GIT_COMMIT FORK_GIT_TREE_STATE FORK_GIT_MAJOR FORK_GIT_MINOR FORK_BUILD_DATE SOURCE_DATE_EPOCH
 }
+
+# version::of COMPONENT [WHAT_TO_RUN]: prints "<fork version> <SOURCE_DATE_EPOCH>
+# <commit>" of COMPONENT's materialised tree (in a subshell: the caller's
+# loaded component and FORK_* stay as they are); fails, saying to run
+# WHAT_TO_RUN (default make build), when the tree is not materialised.
+version::of() {
+  (
+    component::load "$1"
+    component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run ${2:-make build}"
+    version::vars
+    echo "${FORK_GIT_VERSION} ${SOURCE_DATE_EPOCH} ${FORK_GIT_COMMIT}"
+  )
+}

@@ -74,12 +74,7 @@ log "${n} Debian packages extracted under ${rootfs#"${REPO_ROOT}/"} (cache: ${DE
 
 args=(build -spec "${SPEC}" -bin "${OUTPUT_BIN}" -rootfs "${rootfs}" -out "${IMAGES_OUT}")
 for c in "${components[@]}"; do
-  read -r version epoch commit < <(
-    component::load "${c}"
-    component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run make build"
-    version::vars
-    echo "${FORK_GIT_VERSION} ${SOURCE_DATE_EPOCH} ${FORK_GIT_COMMIT}"
-  )
+  read -r version epoch commit < <(version::of "${c}")
   args+=(-version "${c}=${version}" -epoch "${c}=${epoch}" -commit "${c}=${commit}")
 done
 

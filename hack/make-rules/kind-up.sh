@@ -13,12 +13,7 @@ source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"
 
 [[ "${KIND_WORKERS}" =~ ^[0-9]+$ ]] || fatal "KIND_WORKERS=${KIND_WORKERS} is not a number"
-version="$(
-  component::load kubernetes
-  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run make node-image"
-  version::vars
-  echo "${FORK_GIT_VERSION}"
-)"
+read -r version _ < <(version::of kubernetes "make node-image")
 image="${KIND_NODE_IMAGE:-kube-guard/node:${version}}"
 [[ "${version}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot read the minor release of ${version}"
 previous_minor="${BASH_REMATCH[1]}.$((BASH_REMATCH[2] - 1))"

@@ -29,12 +29,7 @@ mkdir -p "${NODE_DIR}" "${NODE_BIN}"
 # The version and date of the image: the patched tree's (applied first).
 [[ "${SKIP_BUILD:-0}" == "1" ]] || "${REPO_ROOT}/hack/make-rules/apply.sh" kubernetes
 
-read -r version epoch < <(
-  component::load kubernetes
-  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run make build"
-  version::vars
-  echo "${FORK_GIT_VERSION} ${SOURCE_DATE_EPOCH}"
-)
+read -r version epoch _ < <(version::of kubernetes)
 component::load kubernetes
 tree="${COMPONENT_TREE}"
 

@@ -150,16 +150,9 @@ func runBuild(args []string) error {
 	if err != nil {
 		return err
 	}
-	var selected []spec.Image
-	for _, img := range sp.Images {
-		if img.Set == *set {
-			selected = append(selected, img)
-		}
-	}
-	if len(selected) == 0 {
+	if sp.Images = sp.InSet(*set); len(sp.Images) == 0 {
 		return fmt.Errorf("no image of set %q in %s", *set, *specFile)
 	}
-	sp.Images = selected
 	comps := map[string]component{}
 	for _, img := range sp.Images {
 		c := img.Component
@@ -310,9 +303,7 @@ func writeOutputs(spec *spec.Spec, images []built, comps map[string]component, b
 		if err := tarball.WriteToFile(archive, b.tag, b.image); err != nil {
 			return fmt.Errorf("image %s: %w", b.spec.Name, err)
 		}
-		if err := p.AppendImage(b.image, layout.WithAnnotations(map[string]string{
-			"org.opencontainers.image.ref.name": b.tag.String(),
-		})); err != nil {
+		if err := appendTagged(p, b.image, b.tag); err != nil {
 			return fmt.Errorf("image %s: %w", b.spec.Name, err)
 		}
 		d, err := b.image.Digest()

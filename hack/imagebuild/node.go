@@ -119,7 +119,7 @@ func runNode(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: ref.String()})); err != nil {
+		if err := appendTagged(p, img, ref); err != nil {
 			return err
 		}
 	}

@@ -11,11 +11,19 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
+// refNameAnnotation carries an image's tag in an OCI layout's index.
 const refNameAnnotation = "org.opencontainers.image.ref.name"
+
+// appendTagged appends img to the layout with its tag in refNameAnnotation,
+// which push reads.
+func appendTagged(p layout.Path, img v1.Image, tag name.Tag) error {
+	return p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: tag.String()}))
+}
 
 func runPush(args []string) error {
 	fs := flag.NewFlagSet("push", flag.ContinueOnError)

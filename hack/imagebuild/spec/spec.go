@@ -165,6 +165,17 @@ func checkRelative(p string) error {
 	return nil
 }
 
+// InSet returns the images of set ("" for the release images).
+func (s *Spec) InSet(set string) []Image {
+	var out []Image
+	for _, img := range s.Images {
+		if img.Set == set {
+			out = append(out, img)
+		}
+	}
+	return out
+}
+
 // RepositoryName is the image's repository in the registry.
 func (i Image) RepositoryName() string {
 	if i.Repository != "" {

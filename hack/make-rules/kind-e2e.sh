@@ -2,9 +2,10 @@
 # make kind-e2e: the end-to-end tests on the kind cluster of real kubelets
 # (`make kind-up`; brought up here when none runs, and deleted at the end
 # when this script made it, unless KIND_KEEP=1):
-#   1. this repository's suite (test/e2e) on the kind nodes: what KWOK
-#      cannot do (KEP-3017 with real readiness probes, KEP-3280 and async
-#      preemption of real pods); tests that rely on KWOK's nodes skip;
+#   1. this repository's suite (test/e2e) on the kind workers: what KWOK
+#      cannot do (KEP-3017 with real readiness probes, KEP-3280, KEP-3838 and
+#      async preemption of real pods, the kubelets' gates); the descheduler's
+#      tests are not in the default KIND_E2E_RUN;
 #   2. upstream's own e2e.test, built from the patched tree, focused on
 #      KIND_E2E_UPSTREAM_FOCUS (SchedulerPreemption, DisruptionController,
 #      PriorityClass); every spec and its result go to

@@ -3,13 +3,19 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"kube-guard/test/e2e/framework"
 )
@@ -18,15 +24,11 @@ import (
 // `make local-up` also enables the lifecycle.k8s.io/v1alpha1 group
 // (--runtime-config), so EvictionRequests are served and validated:
 // a request for a pod is stored, one from a reserved requester domain is
-// refused. (What acts on them, the controllers of issue 16, is not there yet.)
+// refused. The tests below show kube-controller-manager acting on them.
 func TestKEP4563EvictionRequestAPIServed(t *testing.T) {
 	c := setup(t)
 	ctx := context.Background()
-	metrics, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	require.NoError(t, err)
-	if !regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="EvictionRequestAPI"[^}]*\} 1$`).Match(metrics) {
-		t.Skip("the cluster runs with EvictionRequestAPI off")
-	}
+	requireEvictionRequestAPI(t, c.Cluster)
 
 	resources, err := c.Client.Discovery().ServerResourcesForGroupVersion(lifecyclev1alpha1.SchemeGroupVersion.String())
 	require.NoError(t, err, "lifecycle.k8s.io/v1alpha1 is served")
@@ -60,4 +62,168 @@ func TestKEP4563EvictionRequestAPIServed(t *testing.T) {
 	require.Error(t, err, "a requester under *.k8s.io is reserved")
 	require.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
 	t.Logf("rejected: %v", err)
+}
+
+// requireEvictionRequestAPI skips a test on a cluster whose apiserver runs
+// with the EvictionRequestAPI gate off.
+func requireEvictionRequestAPI(t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	metrics, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	require.NoError(t, err)
+	if !regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="EvictionRequestAPI"[^}]*\} 1$`).Match(metrics) {
+		t.Skip("the cluster runs with EvictionRequestAPI off")
+	}
+}
+
+// evictionOf returns the Eviction that kube-controller-manager made for a
+// pod, or nil.
+func evictionOf(ctx context.Context, c *framework.Cluster, pod *corev1.Pod) (*lifecyclev1alpha1.Eviction, error) {
+	list, err := c.Client.LifecycleV1alpha1().Evictions(pod.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if target := list.Items[i].Spec.Target.Pod; target != nil && target.UID == pod.UID {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func responderOf(ev *lifecyclev1alpha1.Eviction, name string) (lifecyclev1alpha1.ResponderStateType, lifecyclev1alpha1.ResponderStatus) {
+	var state lifecyclev1alpha1.ResponderStateType
+	for _, tr := range ev.Status.TargetResponders {
+		if tr.Name == name {
+			state = tr.State
+		}
+	}
+	for _, rs := range ev.Status.Responders {
+		if rs.Name == name {
+			return state, rs
+		}
+	}
+	return state, lifecyclev1alpha1.ResponderStatus{}
+}
+
+func createEvictionRequest(t *testing.T, c *framework.Cluster, pod *corev1.Pod, name string) {
+	t.Helper()
+	_, err := c.Client.LifecycleV1alpha1().EvictionRequests(pod.Namespace).Create(context.Background(), &lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
+			Requester: "e2e.kube-guard.io/drain",
+			Intent:    lifecyclev1alpha1.EvictionRequestIntentEviction,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func waitRequestTargetEvicted(t *testing.T, c *framework.Cluster, ns, name string) {
+	t.Helper()
+	c.Poll(t, "EvictionRequest "+name+" to report TargetEvicted", func(ctx context.Context) (bool, error) {
+		er, err := c.Client.LifecycleV1alpha1().EvictionRequests(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(er.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)), nil
+	})
+}
+
+// TestKEP4563DefaultResponderRespectsTheBudget: kube-controller-manager's
+// evictionrequest-controller and imperative eviction responder evict a pod
+// named by an EvictionRequest through the eviction API: while the pod's
+// PodDisruptionBudget allows nothing, no pod goes and the responder says why;
+// once the budget allows one disruption, the pod is evicted (the eviction
+// API's DisruptionTarget condition) and the request reports TargetEvicted.
+func TestKEP4563DefaultResponderRespectsTheBudget(t *testing.T) {
+	c := setup(t)
+	requireEvictionRequestAPI(t, c.Cluster)
+	ns := c.Namespace(t, "kep4563-budget")
+	labels := map[string]string{"app": "guarded"}
+	a := c.CreatePod(t, ns, "a", labels, framework.PodSpec("", resource.Quantity{}))
+	c.CreatePod(t, ns, "b", labels, framework.PodSpec("", resource.Quantity{}))
+	c.WaitPodRunningReady(t, ns, "a")
+	c.WaitPodRunningReady(t, ns, "b")
+	c.PDB(t, ns, "pdb", "guarded", 2, nil)
+	c.WaitPDB(t, ns, "pdb", "no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		return s.CurrentHealthy == 2 && s.DisruptionsAllowed == 0
+	})
+	recorder := c.RecordPods(t, ns, "app=guarded")
+
+	createEvictionRequest(t, c.Cluster, a, "drain-a")
+	c.Poll(t, "the imperative responder to report a refused eviction", func(ctx context.Context) (bool, error) {
+		ev, err := evictionOf(ctx, c.Cluster, a)
+		if err != nil || ev == nil {
+			return false, err
+		}
+		state, rs := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+		return state == lifecyclev1alpha1.ResponderStateActive && strings.Contains(ptr.Deref(rs.Message, ""), "disruption budget"), nil
+	})
+	require.Empty(t, recorder.DeletedPods(), "pods deleted while the budget allowed nothing")
+	require.Empty(t, recorder.EvictedPods(), "pods evicted while the budget allowed nothing")
+
+	pdb, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "pdb", metav1.GetOptions{})
+	require.NoError(t, err)
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(1))
+	_, err = c.Client.PolicyV1().PodDisruptionBudgets(ns).Update(context.Background(), pdb, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	waitRequestTargetEvicted(t, c.Cluster, ns, "drain-a")
+	require.Equal(t, []string{"a"}, recorder.EvictedPods(), "evicted through the eviction API")
+	_, err = c.Client.CoreV1().Pods(ns).Get(context.Background(), "b", metav1.GetOptions{})
+	require.NoError(t, err, "the pod nobody asked to evict is still there")
+}
+
+// TestKEP4563PodResponderGoesFirst: a pod that declares its own eviction
+// responder gets it activated first; the default responder waits until it
+// declines, then evicts.
+func TestKEP4563PodResponderGoesFirst(t *testing.T) {
+	c := setup(t)
+	requireEvictionRequestAPI(t, c.Cluster)
+	ns := c.Namespace(t, "kep4563-responder")
+	const migrator = "migrator.e2e.kube-guard.io/live-migration"
+	spec := framework.PodSpec("", resource.Quantity{})
+	spec.EvictionResponders = []corev1.EvictionResponder{{Name: migrator, Priority: ptr.To[int32](10000)}}
+	vm := c.CreatePod(t, ns, "vm", map[string]string{"app": "vm"}, spec)
+	c.WaitPodRunningReady(t, ns, "vm")
+
+	createEvictionRequest(t, c.Cluster, vm, "drain-vm")
+	var ev *lifecyclev1alpha1.Eviction
+	c.Poll(t, migrator+" to be the active responder", func(ctx context.Context) (bool, error) {
+		var err error
+		ev, err = evictionOf(ctx, c.Cluster, vm)
+		if err != nil || ev == nil {
+			return false, err
+		}
+		state, _ := responderOf(ev, migrator)
+		return state == lifecyclev1alpha1.ResponderStateActive, nil
+	})
+	state, _ := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+	require.Equal(t, lifecyclev1alpha1.ResponderStateInactive, state, "the default responder waits for the pod's own")
+
+	// Decline: report completion without evicting.
+	c.Poll(t, migrator+" to decline", func(ctx context.Context) (bool, error) {
+		ev, err := evictionOf(ctx, c.Cluster, vm)
+		if err != nil || ev == nil {
+			return false, err
+		}
+		for i := range ev.Status.Responders {
+			if ev.Status.Responders[i].Name == migrator {
+				now := metav1.Now()
+				ev.Status.Responders[i].HeartbeatTime = &now
+				ev.Status.Responders[i].CompletionTime = &now
+				ev.Status.Responders[i].Message = ptr.To("no capacity to migrate to")
+			}
+		}
+		_, err = c.Client.LifecycleV1alpha1().Evictions(ns).UpdateStatus(ctx, ev, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	waitRequestTargetEvicted(t, c.Cluster, ns, "drain-vm")
+	ev, err := evictionOf(context.Background(), c.Cluster, vm)
+	require.NoError(t, err)
+	require.NotNil(t, ev)
+	state, _ = responderOf(ev, migrator)
+	require.Equal(t, lifecyclev1alpha1.ResponderStateCompleted, state)
+	state, _ = responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+	require.Equal(t, lifecyclev1alpha1.ResponderStateCompleted, state)
 }

@@ -4,8 +4,11 @@
 # when this script made it, unless KIND_KEEP=1):
 #   1. this repository's suite (test/e2e) on the kind workers: what KWOK
 #      cannot do (KEP-3017 with real readiness probes, KEP-3280, KEP-3838 and
-#      async preemption of real pods, the kubelets' gates); the descheduler's
-#      tests are not in the default KIND_E2E_RUN;
+#      async preemption of real pods, the kubelets' gates, the EvictionRequest
+#      controllers under kubeadm's controller roles, and the descheduler's
+#      evacuation mode on EvictionRequests); the descheduler's webhook tests
+#      are not in the default KIND_E2E_RUN (the kube-apiserver in kind cannot
+#      call a webhook served on the host's 127.0.0.1);
 #   2. upstream's own e2e.test, built from the patched tree, focused on
 #      KIND_E2E_UPSTREAM_FOCUS (SchedulerPreemption, DisruptionController,
 #      PriorityClass); every spec and its result go to
@@ -19,7 +22,7 @@ source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"
 
-KIND_E2E_RUN="${KIND_E2E_RUN:-Kind|KEP3017|KEP3280|KEP3838|KEP4832|KEP4563}"
+KIND_E2E_RUN="${KIND_E2E_RUN:-Kind|KEP3017|KEP3280|KEP3838|KEP4832|KEP4563|DeschedulerEvacuationMode}"
 KIND_E2E_TIMEOUT="${KIND_E2E_TIMEOUT:-30m}"
 KIND_E2E_UPSTREAM="${KIND_E2E_UPSTREAM:-1}"
 KIND_E2E_UPSTREAM_FOCUS="${KIND_E2E_UPSTREAM_FOCUS:-\[sig-scheduling\] SchedulerPreemption|\[sig-apps\] DisruptionController|PriorityClass}"
@@ -43,6 +46,11 @@ pause_image="$(node_image registry.k8s.io/pause:)"
 agnhost_image="$(node_image registry.k8s.io/e2e-test-images/agnhost:)"
 cp_ip="$(docker inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "${KIND_NAME}-control-plane")"
 
+# The descheduler runs on the host against the kind cluster; without a built
+# binary its tests skip and say so.
+descheduler_bin=""
+[[ -x "${OUTPUT_BIN}/descheduler" ]] && descheduler_bin="${OUTPUT_BIN}/descheduler"
+
 log "kind e2e 1/2: test/e2e -run '${KIND_E2E_RUN}' (pods: ${pause_image}, ${agnhost_image})"
 start="$(date +%s)"
 (
@@ -52,6 +60,7 @@ start="$(date +%s)"
     KUBE_GUARD_E2E_POD_IMAGE="${pause_image}" \
     KUBE_GUARD_E2E_AGNHOST_IMAGE="${agnhost_image}" \
     KUBE_GUARD_E2E_SCHEDULER_URL="https://${cp_ip}:10259" \
+    KUBE_GUARD_E2E_DESCHEDULER="${descheduler_bin}" \
     go test ./test/e2e/... -count=1 -v -timeout "${KIND_E2E_TIMEOUT}" -run "${KIND_E2E_RUN}"
 ) || fatal "kind e2e: test/e2e failed (kind export logs --name ${KIND_NAME} collects the nodes' logs)"
 log "kind e2e 1/2: passed in $(($(date +%s) - start)) s"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -112,8 +113,36 @@ func evict(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error {
 //
 // With KUBE_GUARD_VICTIM_REMOVAL_OUT=<dir>, each method also writes
 // <dir>/<variant>.json in scheduler_perf's DataItems format, for make bench.
+// With KUBE_GUARD_VICTIM_REMOVAL_PROFILE=<dir>, each method also writes
+// <dir>/<method>-<N>.pprof, a CPU profile of the kube-apiserver over the
+// first profileWindow of its removals (the profiler's own CPU is then
+// part of the figures: do not combine the two):
+//
+//	KUBE_GUARD_VICTIM_REMOVAL_PROFILE=/tmp/prof go test ./test/integration -run '^$' -bench 'BenchmarkVictimRemoval$' -benchtime 400x
+//	go tool pprof -top -cum /tmp/prof/evict-400.pprof
 func BenchmarkVictimRemoval(b *testing.B) {
 	benchmarkVictimRemoval(b, controlplane.Options{}, removals, os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_OUT"))
+}
+
+// profileWindow is how long KUBE_GUARD_VICTIM_REMOVAL_PROFILE profiles the
+// kube-apiserver: shorter than 400 removals by either method, so that the
+// profile covers removals only.
+const profileWindow = 5 * time.Second
+
+// startProfile asks the kube-apiserver for a CPU profile of the next
+// profileWindow and returns a function that waits for it and writes it to
+// file.
+func startProfile(ctx context.Context, b *testing.B, c kubernetes.Interface, file string) func() {
+	done := make(chan error, 1)
+	go func() {
+		data, err := c.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(profileWindow/time.Second))).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(file, data, 0o644)
+		}
+		done <- err
+	}()
+	return func() { require.NoError(b, <-done, "CPU profile of the kube-apiserver") }
 }
 
 // BenchmarkVictimRemovalUncachedBudgets is BenchmarkVictimRemoval with the
@@ -154,6 +183,10 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 			require.NoError(b, err)
 			etcdBefore, err := procstat.Read(s.EtcdPID)
 			require.NoError(b, err)
+			var waitProfile func()
+			if dir := os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_PROFILE"); dir != "" && b.N > 1 {
+				waitProfile = startProfile(ctx, b, s.Client, filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", r.name, b.N)))
+			}
 			b.StartTimer()
 			for _, pod := range pods {
 				if err := r.remove(ctx, s.Client, pod); err != nil {
@@ -161,6 +194,9 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 				}
 			}
 			b.StopTimer()
+			if waitProfile != nil {
+				waitProfile()
+			}
 			apiAfter, err := procstat.Read(s.PID)
 			require.NoError(b, err)
 			etcdAfter, err := procstat.Read(s.EtcdPID)

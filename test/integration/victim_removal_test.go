@@ -121,7 +121,7 @@ func evict(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error {
 //	KUBE_GUARD_VICTIM_REMOVAL_PROFILE=/tmp/prof go test ./test/integration -run '^$' -bench 'BenchmarkVictimRemoval$' -benchtime 400x
 //	go tool pprof -top -cum /tmp/prof/evict-400.pprof
 func BenchmarkVictimRemoval(b *testing.B) {
-	benchmarkVictimRemoval(b, controlplane.Options{}, removals, os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_OUT"))
+	benchmarkVictimRemoval(b, controlplane.Options{}, removals, os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_OUT"), os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_PROFILE"))
 }
 
 // profileWindow is how long KUBE_GUARD_VICTIM_REMOVAL_PROFILE profiles the
@@ -131,10 +131,12 @@ const profileWindow = 5 * time.Second
 
 // startProfile asks the kube-apiserver for a CPU profile of the next
 // profileWindow and returns a function that waits for it and writes it to
-// file.
+// file. The request is bounded: the window plus a minute for the answer.
 func startProfile(ctx context.Context, b *testing.B, c kubernetes.Interface, file string) func() {
 	done := make(chan error, 1)
 	go func() {
+		ctx, cancel := context.WithTimeout(ctx, profileWindow+time.Minute)
+		defer cancel()
 		data, err := c.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(int(profileWindow/time.Second))).DoRaw(ctx)
 		if err == nil {
@@ -156,13 +158,14 @@ func startProfile(ctx context.Context, b *testing.B, c kubernetes.Interface, fil
 //
 //	go test ./test/integration -run '^$' -bench 'BenchmarkVictimRemoval' -benchtime 200x
 func BenchmarkVictimRemovalUncachedBudgets(b *testing.B) {
-	benchmarkVictimRemoval(b, controlplane.Options{ExtraArgs: []string{"--watch-cache-sizes=poddisruptionbudgets.policy#0"}}, removals, "")
+	benchmarkVictimRemoval(b, controlplane.Options{ExtraArgs: []string{"--watch-cache-sizes=poddisruptionbudgets.policy#0"}}, removals, "", "")
 }
 
 // benchmarkVictimRemoval runs each of removals against a kube-apiserver
 // started with opts; with out set, each removal with a variant also writes
-// out/<variant>.json (see BenchmarkVictimRemoval).
-func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []removal, out string) {
+// out/<variant>.json, and with profileDir set, profileDir/<name>-<N>.pprof
+// (see BenchmarkVictimRemoval).
+func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []removal, out, profileDir string) {
 	s := controlplane.StartAPIServer(b, opts)
 	ctx := context.Background()
 	runs := 0
@@ -184,8 +187,8 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 			etcdBefore, err := procstat.Read(s.EtcdPID)
 			require.NoError(b, err)
 			var waitProfile func()
-			if dir := os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_PROFILE"); dir != "" && b.N > 1 {
-				waitProfile = startProfile(ctx, b, s.Client, filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", r.name, b.N)))
+			if profileDir != "" && b.N > 1 {
+				waitProfile = startProfile(ctx, b, s.Client, filepath.Join(profileDir, fmt.Sprintf("%s-%d.pprof", r.name, b.N)))
 			}
 			b.StartTimer()
 			for _, pod := range pods {

@@ -28,6 +28,10 @@ update: ## Rewrite every derived file from its source (hack/make-rules/update/: 
 bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gate off/on (BENCH_ROUNDS=5); writes benchmarks/
 	hack/make-rules/bench.sh
 
+.PHONY: bench-postfilter
+bench-postfilter: ## One preemption (DefaultPreemption.PostFilter) with the KEP-3280 gate off vs on, benchstat over BENCH_POSTFILTER_COUNT=10 runs; writes benchmarks/postfilter.md
+	hack/make-rules/bench-postfilter.sh
+
 ##@ Local cluster (knobs: LOCAL_NODES=4, LOCAL_FEATURE_GATES=DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true; see hack/lib/local.sh)
 
 .PHONY: local-up

@@ -9,6 +9,9 @@
 #                   in hack/tools/registry: the registry `make push` is tested
 #                   against (test/images)
 #   kind            sigs.k8s.io/kind, pinned in hack/tools/kind (make kind-up)
+# and, on demand (`tools.sh benchstat`, not in the default set):
+#   benchstat       golang.org/x/perf/cmd/benchstat, pinned in hack/tools/benchstat
+#                   (make bench-postfilter)
 # and, for the kind node image only (`tools.sh node`, into _output/bin/node):
 #   containerd      containerd, ctr, containerd-shim-runc-v2 (hack/tools/containerd)
 #   runc            with cgo and libseccomp, as runc's releases (hack/tools/runc;
@@ -23,7 +26,7 @@
 # -mod=readonly; go.mod is never rewritten here (run `go mod tidy` in the
 # wrapper module after changing a pin).
 #
-# Usage: tools.sh [etcd|kwok|kube-api-linter|registry|kind|node|containerd|runc|cni-plugins|coredns]...
+# Usage: tools.sh [etcd|kwok|kube-api-linter|registry|kind|benchstat|node|containerd|runc|cni-plugins|coredns]...
 #   (default: all but the node image's; node = containerd runc cni-plugins coredns)
 # Re-running is cheap (a few seconds): everything comes from Go's build cache,
 # and `go build -o` does not rewrite a binary whose build ID is already current.
@@ -139,6 +142,13 @@ tools::cni-plugins() {
   done
 }
 
+tools::benchstat() {
+  local dir="${TOOLS_DIR}/benchstat" version
+  version="$(tools::module_version "${dir}" golang.org/x/perf)"
+  log "benchstat ${version} (${dir#"${REPO_ROOT}/"})"
+  tools::build "${dir}" benchstat golang.org/x/perf/cmd/benchstat
+}
+
 tools::coredns() {
   local dir="${TOOLS_DIR}/coredns" version
   version="$(tools::module_version "${dir}" github.com/coredns/coredns)"
@@ -152,8 +162,8 @@ expanded=()
 for t in "${selected[@]}"; do
   case "${t}" in
     node) expanded+=("${NODE_TOOLS[@]}") ;;
-    etcd | kwok | kube-api-linter | registry | kind | containerd | runc | cni-plugins | coredns) expanded+=("${t}") ;;
-    *) fatal "unknown tool '${t}' (want one of: ${ALL_TOOLS[*]} ${NODE_TOOLS[*]} node)" ;;
+    etcd | kwok | kube-api-linter | registry | kind | benchstat | containerd | runc | cni-plugins | coredns) expanded+=("${t}") ;;
+    *) fatal "unknown tool '${t}' (want one of: ${ALL_TOOLS[*]} benchstat ${NODE_TOOLS[*]} node)" ;;
   esac
 done
 selected=("${expanded[@]}")

@@ -224,6 +224,22 @@ component::check_no_local_work() {
   fatal "${COMPONENT_TREE} has commits that are not exported to patches/${COMPONENT_NAME}: run 'make export-patches' (or FORCE=1 to discard them)"
 }
 
+# component::require_series_tree: materialises and patches the loaded
+# component's tree if it is missing, then fails unless the tree carries exactly
+# patches/<component> (what a benchmark of the series must measure).
+component::require_series_tree() {
+  if ! component::is_materialised; then
+    log "${COMPONENT_TREE} is missing: materialising and applying patches/${COMPONENT_NAME}"
+    "${REPO_ROOT}/hack/make-rules/apply.sh" "${COMPONENT_NAME}"
+  fi
+  local recorded=""
+  [[ -f "$(component::sync_file)" ]] && recorded="$(cat "$(component::sync_file)")"
+  if [[ "${recorded}" != "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
+    [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
+    fatal "${COMPONENT_TREE} does not carry exactly patches/${COMPONENT_NAME} (commits or edits not exported, or patches/ changed): run 'make apply' (or export your work first)"
+  fi
+}
+
 # component::pristine_tree: where component::extract_pristine puts the loaded
 # component's base tag (upstream plus the offline-build adjustments, no patches).
 component::pristine_tree() { printf '%s/pristine/%s' "${OUTPUT_DIR}" "${COMPONENT_NAME}"; }

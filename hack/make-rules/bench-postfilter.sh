@@ -30,16 +30,7 @@ component::load kubernetes
 PKG=pkg/scheduler/framework/plugins/defaultpreemption
 BENCH=BenchmarkPostFilterDisruptionPolicy
 
-if ! component::is_materialised; then
-  log "${COMPONENT_TREE} is missing: materialising and applying patches/${COMPONENT_NAME}"
-  "${REPO_ROOT}/hack/make-rules/apply.sh" "${COMPONENT_NAME}"
-fi
-recorded=""
-[[ -f "$(component::sync_file)" ]] && recorded="$(cat "$(component::sync_file)")"
-if [[ "${recorded}" != "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
-  [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
-  fatal "${COMPONENT_TREE} does not carry exactly patches/${COMPONENT_NAME} (commits or edits not exported, or patches/ changed): run 'make apply' (or export your work first)"
-fi
+component::require_series_tree
 grep -q "^func ${BENCH}(" "${COMPONENT_TREE}/${PKG}"/*_test.go ||
   fatal "${COMPONENT_TREE}/${PKG} has no ${BENCH}: patches/${COMPONENT_NAME} lacks it"
 

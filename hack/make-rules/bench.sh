@@ -127,16 +127,7 @@ binary_of() {
 }
 
 # --- the patched tree
-if ! component::is_materialised; then
-  log "${COMPONENT_TREE} is missing: materialising and applying patches/${COMPONENT_NAME}"
-  "${REPO_ROOT}/hack/make-rules/apply.sh" "${COMPONENT_NAME}"
-fi
-recorded=""
-[[ -f "$(component::sync_file)" ]] && recorded="$(cat "$(component::sync_file)")"
-if [[ "${recorded}" != "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
-  [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
-  fatal "${COMPONENT_TREE} does not carry exactly patches/${COMPONENT_NAME} (commits or edits not exported, or patches/ changed): run 'make apply' (or export your work first)"
-fi
+component::require_series_tree
 [[ -d "${COMPONENT_TREE}/${PERF}/disruption_policy" ]] || fatal "${COMPONENT_TREE}/${PERF}/disruption_policy is missing: patches/${COMPONENT_NAME} lacks the KEP-3280 scheduler_perf workloads"
 
 # --- pristine upstream: the base tag, extracted once per base commit

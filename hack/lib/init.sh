@@ -23,6 +23,11 @@ export GIT_COMMITTER_EMAIL="${GIT_COMMITTER_EMAIL:-patch-series@localhost}"
 log() { printf '+++ %s\n' "$*" >&2; }
 fatal() { printf '!!! %s\n' "$*" >&2; exit 1; }
 
+# port_busy PORT: something accepts connections on 127.0.0.1:PORT.
+port_busy() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
 # component::load NAME [VERSION]: reads build/NAME/component.env into
 # COMPONENT_* variables. VERSION, when given, stands in for its
 # UPSTREAM_VERSION line, and what the file derives from it (STAGING_VERSION)

@@ -11,6 +11,8 @@
 #   KIND_NODE_IMAGE      the node image (default kube-guard/node:<kubernetes fork version>,
 #                        which `make node-image` builds)
 #   KIND_WAIT            how long to wait for Ready nodes (default 300s)
+#   KIND_API_SERVER_PORT the port of the kube-apiserver on the host's 127.0.0.1
+#                        (default 0: kind picks a free one)
 
 # shellcheck disable=SC2034
 source "${REPO_ROOT}/hack/lib/gates.sh"
@@ -22,6 +24,7 @@ KIND_WORKERS="${KIND_WORKERS:-2}"
 KIND_FEATURE_GATES="${KIND_FEATURE_GATES-${GATES_DEFAULT}}"
 KIND_RUNTIME_CONFIG="${KIND_RUNTIME_CONFIG-$(gates::runtime_config "${KIND_FEATURE_GATES}")}"
 KIND_WAIT="${KIND_WAIT:-300}"
+KIND_API_SERVER_PORT="${KIND_API_SERVER_PORT:-0}"
 
 # kind::kind ARGS...: the pinned kind.
 kind::kind() {

@@ -100,11 +100,6 @@ local::running_pids() {
   done
 }
 
-# local::port_busy PORT: something accepts connections on 127.0.0.1:PORT.
-local::port_busy() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 # local::wait_gone PID SECONDS: waits until PID has exited.
 local::wait_gone() {
   local pid="$1" i

@@ -12,7 +12,14 @@ source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"
 
+# Settings first: nothing is started for a run that cannot succeed.
 [[ "${KIND_WORKERS}" =~ ^[0-9]+$ ]] || fatal "KIND_WORKERS=${KIND_WORKERS} is not a number"
+[[ "${KIND_WAIT}" =~ ^[0-9]+$ ]] || fatal "KIND_WAIT=${KIND_WAIT} is not a number of seconds"
+[[ "${KIND_API_SERVER_PORT}" =~ ^[0-9]+$ ]] && ((KIND_API_SERVER_PORT < 65536)) ||
+  fatal "KIND_API_SERVER_PORT=${KIND_API_SERVER_PORT} is not a port number (0: kind picks a free one)"
+if ((KIND_API_SERVER_PORT != 0)) && port_busy "${KIND_API_SERVER_PORT}"; then
+  fatal "port ${KIND_API_SERVER_PORT} on 127.0.0.1 (KIND_API_SERVER_PORT) is in use by another process; free it, choose another, or leave it unset so that kind picks a free one"
+fi
 read -r version _ < <(version::of kubernetes "make node-image")
 image="${KIND_NODE_IMAGE:-kube-guard/node:${version}}"
 [[ "${version}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot read the minor release of ${version}"
@@ -45,6 +52,11 @@ config="${KIND_DIR}/config.yaml"
     tr ',' '\n' <<<"${KIND_RUNTIME_CONFIG}" | while IFS='=' read -r api value; do
       [[ -n "${api}" ]] && echo "  \"${api}\": \"${value:-true}\""
     done
+  fi
+  if ((KIND_API_SERVER_PORT != 0)); then
+    echo "networking:"
+    echo "  apiServerAddress: 127.0.0.1"
+    echo "  apiServerPort: ${KIND_API_SERVER_PORT}"
   fi
   echo "nodes:"
   echo "- role: control-plane"

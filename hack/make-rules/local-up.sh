@@ -65,7 +65,7 @@ for var in LOCAL_APISERVER_PORT LOCAL_ETCD_PORT LOCAL_ETCD_PEER_PORT LOCAL_CONTR
   LOCAL_SCHEDULER_PORT LOCAL_KWOK_PORT; do
   port="${!var}"
   [[ "${port}" =~ ^[0-9]+$ ]] || fatal "${var} must be a port number, not '${port}'"
-  if local::port_busy "${port}"; then
+  if port_busy "${port}"; then
     fatal "port ${port} on 127.0.0.1 (${var}) is in use by another process; free it or choose another, e.g. ${var}=$((port + 1000)) make local-up"
   fi
 done

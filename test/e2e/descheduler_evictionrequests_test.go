@@ -2,16 +2,24 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"kube-guard/test/e2e/framework"
 )
 
 const deschedulerRequester = "descheduler.e2e.kube-guard.io/main"
@@ -51,10 +59,9 @@ func TestDeschedulerEvacuationModeEvictionRequests(t *testing.T) {
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep1397-evictionrequests")
 	const migrator = "migrator.e2e.kube-guard.io/vm"
-	const slowResponder = "slow.e2e.kube-guard.io/never-answers"
 	vm := c.evacuationPod(t, ns, "vm", "", true, false, withResponder(migrator))
 	c.evacuationPod(t, ns, "web", "", true, false)
-	busy := c.evacuationPod(t, ns, "busy", "", true, false, withResponder(slowResponder))
+	busy := c.evacuationPod(t, ns, "busy", "", true, false, withResponder(neverAnswers))
 	// Another requester's eviction of busy stays in progress: its responder
 	// never answers within the test.
 	createEvictionRequest(t, c.Cluster, busy, "someone-else")
@@ -159,4 +166,225 @@ func TestDeschedulerEvacuationModeRefusesBadSetups(t *testing.T) {
 			require.True(t, strings.Contains(d.log.String(), tc.want), "log does not say %q:\n%s", tc.want, d.log.String())
 		})
 	}
+}
+
+// evictionRequestGates are the descheduler's gates of the evacuation mode.
+const evictionRequestGates = "--feature-gates=EvictionsInBackground=true,EvictionRequestAPI=true"
+
+// neverAnswers is a responder nobody plays: a pod that declares it keeps its
+// eviction in progress for the whole test (the controller moves on only
+// after 20 minutes without a heartbeat).
+const neverAnswers = "slow.e2e.kube-guard.io/never-answers"
+
+// evictionRequestPolicy is deschedulerPolicy in the evacuation mode, with
+// extra top-level settings.
+func evictionRequestPolicy(ns, extra string) string {
+	return deschedulerPolicy(ns, extra+"evictionRequests:\n  requester: "+deschedulerRequester+"\n")
+}
+
+// requestIDs returns, by target pod name, the name and UID of each of the
+// descheduler's requests in ns.
+func requestIDs(t *testing.T, c *cluster, ns string) map[string][]string {
+	t.Helper()
+	byPod, err := requestsOf(context.Background(), c, ns, deschedulerRequester)
+	require.NoError(t, err)
+	out := map[string][]string{}
+	for pod, ers := range byPod {
+		for _, er := range ers {
+			out[pod] = append(out[pod], er.Name+"/"+string(er.UID))
+		}
+	}
+	return out
+}
+
+// TestDeschedulerEvacuationModeLimitsAndRestarts: in the evacuation mode,
+// requests of any requester still in progress count against the per-node
+// limit: with two pods of a node already being evicted for someone else
+// and a limit of 3, a cycle asks for one pod only. Neither a second
+// descheduler process running several cycles nor one that is killed and
+// started again makes a second request or a new one: the requests keep
+// their names and UIDs.
+func TestDeschedulerEvacuationModeLimitsAndRestarts(t *testing.T) {
+	c := setup(t)
+	requireEvictionRequestAPI(t, c.Cluster)
+	ns := c.Namespace(t, "kep1397-evictionrequests-limit")
+	node := c.Nodes[0].Name
+	for _, name := range []string{"running-1", "running-2"} {
+		pod := c.evacuationPod(t, ns, name, node, true, false, withResponder(neverAnswers))
+		createEvictionRequest(t, c.Cluster, pod, "drain-"+name)
+	}
+	for _, name := range []string{"new-1", "new-2", "new-3"} {
+		c.evacuationPod(t, ns, name, node, true, false, withResponder(neverAnswers))
+	}
+	policy := evictionRequestPolicy(ns, "maxNoOfPodsEvacuationsPerNode: 3\n")
+
+	c.startDescheduler(t, policy, 0, evictionRequestGates).wait(t)
+	first := requestIDs(t, c, ns)
+	require.Len(t, first, 1, "with 2 evictions in progress on the node and a limit of 3, one new request was expected: %v", first)
+	for pod, ids := range first {
+		require.True(t, strings.HasPrefix(pod, "new-"), "a pod whose eviction is in progress was asked for: %s", pod)
+		require.Len(t, ids, 1, "%s was asked for twice", pod)
+	}
+
+	since := time.Now()
+	d := c.startDescheduler(t, policy, time.Second, evictionRequestGates)
+	c.waitCycles(t, d, since, 3)
+	require.Equal(t, first, requestIDs(t, c, ns), "a second descheduler changed the requests")
+
+	// Killed mid-run, then started again.
+	require.NoError(t, d.cmd.Process.Kill())
+	require.Error(t, d.exit(t), "the killed descheduler exited cleanly")
+	since = time.Now()
+	d = c.startDescheduler(t, policy, time.Second, evictionRequestGates)
+	c.waitCycles(t, d, since, 3)
+	require.Equal(t, first, requestIDs(t, c, ns), "the restarted descheduler changed the requests")
+	require.Empty(t, d.logLines("Evicted pod"), "the descheduler evicted a pod itself")
+	body := c.deschedulerMetrics(t, d)
+	require.GreaterOrEqual(t, framework.MetricSum(body, podsEvictedTotalMetric, map[string]string{"result": nodeEvacuationLimitResult}), 1.0,
+		"the node limit refused requests every cycle; metrics:\n%s", evacuationMetrics(body))
+}
+
+// intentChange is an EvictionRequest of the descheduler's asking for an
+// eviction (created, or its intent set back to Eviction) or withdrawing it,
+// at the time the test's watch saw it.
+type intentChange struct {
+	at     time.Time
+	name   string
+	intent lifecyclev1alpha1.EvictionRequestIntent
+}
+
+// intentTimeline watches the descheduler's EvictionRequests of ns and
+// records every change of intent. The watch must last the test: if it ends
+// early, the test fails.
+type intentTimeline struct {
+	mu      sync.Mutex
+	changes []intentChange
+}
+
+func (c *cluster) watchIntents(t *testing.T, ns string) *intentTimeline {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.Client.LifecycleV1alpha1().EvictionRequests(ns).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	tl := &intentTimeline{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := map[types.UID]lifecyclev1alpha1.EvictionRequestIntent{}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					if ctx.Err() == nil {
+						t.Errorf("the watch of %s's EvictionRequests ended before the test did", ns)
+					}
+					return
+				}
+				er, isRequest := ev.Object.(*lifecyclev1alpha1.EvictionRequest)
+				if !isRequest || er.Spec.Requester != deschedulerRequester || ev.Type == watch.Deleted {
+					continue
+				}
+				if last[er.UID] != er.Spec.Intent {
+					last[er.UID] = er.Spec.Intent
+					tl.mu.Lock()
+					tl.changes = append(tl.changes, intentChange{at: time.Now(), name: er.Name, intent: er.Spec.Intent})
+					tl.mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		w.Stop()
+		<-done
+	})
+	return tl
+}
+
+func (tl *intentTimeline) snapshot() []intentChange {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.changes)
+}
+
+// String lists the changes as offsets from the first: "+0.000s Eviction, +4.013s Withdrawn, ...".
+func (tl *intentTimeline) String() string {
+	changes := tl.snapshot()
+	parts := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		parts = append(parts, fmt.Sprintf("+%.3fs %s", ch.at.Sub(changes[0].at).Seconds(), ch.intent))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (tl *intentTimeline) withdrawals() int {
+	n := 0
+	for _, ch := range tl.snapshot() {
+		if ch.intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
+			n++
+		}
+	}
+	return n
+}
+
+// TestDeschedulerEvacuationModeTTL: a request still in progress after
+// maxEvacuationRequestTTL is withdrawn (an EvacuationAbandoned event on the
+// pod, descheduler_pod_evacuations_abandoned_total) and the pod may be
+// asked for again, which gives it a whole TTL again: every withdrawal comes
+// at least the TTL after the ask before it. The pod, whose responder never
+// answers, is never evicted by anyone.
+func TestDeschedulerEvacuationModeTTL(t *testing.T) {
+	c := setup(t)
+	requireEvictionRequestAPI(t, c.Cluster)
+	ns := c.Namespace(t, "kep1397-evictionrequests-ttl")
+	pod := c.evacuationPod(t, ns, "stuck", "", true, false, withResponder(neverAnswers))
+	const ttl = 4 * time.Second
+	timeline := c.watchIntents(t, ns)
+
+	d := c.startDescheduler(t, evictionRequestPolicy(ns, fmt.Sprintf("maxEvacuationRequestTTL: %s\n", ttl)), time.Second, evictionRequestGates)
+	c.Poll(t, "the request of "+pod.Name+" to be withdrawn twice", func(context.Context) (bool, error) {
+		return timeline.withdrawals() >= 2, nil
+	})
+
+	// The watch sees each change a moment after it was made; two such
+	// delays rarely differ by more than this.
+	const watchSkew = 250 * time.Millisecond
+	changes := timeline.snapshot()
+	var asked time.Time
+	withdrawn := 0
+	for _, ch := range changes {
+		switch ch.intent {
+		case lifecyclev1alpha1.EvictionRequestIntentEviction:
+			require.True(t, asked.IsZero(), "asked twice without a withdrawal between: %s", timeline)
+			asked = ch.at
+		case lifecyclev1alpha1.EvictionRequestIntentWithdrawn:
+			require.False(t, asked.IsZero(), "withdrawn without an ask before: %s", timeline)
+			require.GreaterOrEqual(t, ch.at.Sub(asked), ttl-watchSkew,
+				"withdrawn %v after it was asked for, before the TTL %v: %s", ch.at.Sub(asked), ttl, timeline)
+			asked = time.Time{}
+			withdrawn++
+		}
+	}
+	require.GreaterOrEqual(t, withdrawn, 2)
+
+	got, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	require.NoError(t, err, "the pod was evicted although its responder never answered")
+	require.Equal(t, pod.UID, got.UID)
+	require.Empty(t, d.logLines("Evicted pod"), "the descheduler evicted a pod itself")
+
+	body := c.pollMetrics(t, d, "two abandoned requests in the metrics", func(body string) bool {
+		return framework.MetricSum(body, evacuationsAbandonedMetric, map[string]string{"strategy": "PodLifeTime", "profile": profileName}) >= 2
+	})
+	require.Zero(t, framework.MetricSum(body, evacuationsTotalMetric, map[string]string{"result": "error"}), "metrics:\n%s", evacuationMetrics(body))
+	c.Poll(t, "an EvacuationAbandoned event on "+pod.Name, func(ctx context.Context) (bool, error) {
+		events, err := c.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Reason == "EvacuationAbandoned" && e.Regarding.Name == pod.Name && e.Type == corev1.EventTypeWarning
+		}), nil
+	})
 }

@@ -1,5 +1,6 @@
-// Package kind tests the refusals of `make kind-up` and `make kind-down`
-// without a docker engine: the scripts run against stand-ins for docker and
+// Package kind tests the cluster scripts' settings (hack/lib/gates.sh) and
+// the refusals of `make kind-up` and `make kind-down` without a docker
+// engine: the scripts run against stand-ins for docker and
 // kind (shell scripts first on PATH and in the output directory's bin) that
 // answer as a given engine would and record what they were asked to do. The
 // cluster itself is tested by `make kind-e2e`, which needs a real engine.

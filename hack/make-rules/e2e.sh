@@ -3,9 +3,11 @@
 #   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass
 #      and EvictionRequestAPI on), the whole suite (gate-off tests skip),
 #      including the descheduler's (it runs _output/bin/descheduler itself);
-#   2. `local-up` again with DisruptionPolicyInPriorityClass=false, only the
-#      gate-off tests: by convention (test/e2e/doc.go), the tests whose names
-#      end in GateOff (they call RequireGate(t, false) and skip in phase 1).
+#   2. `local-up` again with DisruptionPolicyInPriorityClass=false, and
+#      EvictionRequestAPI on without the runtime-config that serves its API
+#      (a setup the components must refuse or report), only the gate-off
+#      tests: by convention (test/e2e/doc.go), the tests whose names end in
+#      GateOff (they call RequireGate(t, false) and skip in phase 1).
 # A local cluster that is already running is not touched: stop it first
 # (`make local-down`). The cluster is brought down on exit, also on failure
 # (KEEP_LOGS=1 keeps its component logs in _output/local-logs).
@@ -22,6 +24,8 @@ E2E_GATE_OFF="${E2E_GATE_OFF:-1}"
 E2E_TIMEOUT="${E2E_TIMEOUT:-20m}"
 GATES_ON="${LOCAL_FEATURE_GATES}"
 GATES_OFF="DisruptionPolicyInPriorityClass=false,EvictionRequestAPI=true"
+RUNTIME_CONFIG_ON="${LOCAL_RUNTIME_CONFIG}"
+RUNTIME_CONFIG_OFF=""
 
 [[ -x "${OUTPUT_BIN}/descheduler" ]] || "${REPO_ROOT}/hack/make-rules/build.sh" descheduler
 if [[ -n "$(local::running_pids)" ]]; then
@@ -29,18 +33,19 @@ if [[ -n "$(local::running_pids)" ]]; then
 fi
 trap '"${REPO_ROOT}/hack/make-rules/local-down.sh"' EXIT
 
-# e2e::phase NAME GATES RUN ALLOWED_SKIPS: brings up a cluster with GATES,
-# runs the tests matching RUN, brings the cluster down. A test that skips
+# e2e::phase NAME GATES RUNTIME_CONFIG RUN ALLOWED_SKIPS: brings up a cluster
+# with GATES and the kube-apiserver's RUNTIME_CONFIG, runs the tests matching
+# RUN, brings the cluster down. A test that skips
 # although its name does not match ALLOWED_SKIPS (an extended regular
 # expression) fails the phase: a missing descheduler binary or an API the
 # cluster does not serve must not pass for a green run.
 e2e::phase() {
-  local name="$1" gates="$2" run="$3" allowed="$4" start log skipped
+  local name="$1" gates="$2" runtime_config="$3" run="$4" allowed="$5" start log skipped
   log="${OUTPUT_DIR}/e2e/${name// /-}.log"
   mkdir -p "$(dirname "${log}")"
-  log "e2e ${name}: cluster with --feature-gates=${gates}"
+  log "e2e ${name}: cluster with --feature-gates=${gates} --runtime-config=${runtime_config}"
   start="$(date +%s)"
-  LOCAL_FEATURE_GATES="${gates}" "${REPO_ROOT}/hack/make-rules/local-up.sh"
+  LOCAL_FEATURE_GATES="${gates}" LOCAL_RUNTIME_CONFIG="${runtime_config}" "${REPO_ROOT}/hack/make-rules/local-up.sh"
   log "e2e ${name}: cluster up in $(($(date +%s) - start)) s"
   start="$(date +%s)"
   (
@@ -48,6 +53,7 @@ e2e::phase() {
     KUBE_GUARD_E2E_KUBECONFIG="${LOCAL_KUBECONFIG}" \
       KUBE_GUARD_E2E_DESCHEDULER="${OUTPUT_BIN}/descheduler" \
       KUBE_GUARD_E2E_SCHEDULER_URL="https://127.0.0.1:${LOCAL_SCHEDULER_PORT}" \
+      KUBE_GUARD_E2E_COMPONENT_LOGS="${LOCAL_LOGS_DIR}" \
       go test ./test/e2e/... -count=1 -v -timeout "${E2E_TIMEOUT}" -run "${run}" 2>&1 | tee "${log}"
   ) || fatal "e2e ${name}: tests failed (component logs: ${LOCAL_LOGS_DIR}; KEEP_LOGS=1 keeps them)"
   skipped="$(sed -nE 's/^ *--- SKIP: ([^ ]+) .*/\1/p' "${log}" | grep -vE "${allowed}" || true)"
@@ -57,8 +63,8 @@ e2e::phase() {
 }
 
 # Phase 1 skips the gate-off tests and those that need real kubelets (kind).
-e2e::phase "gate on" "${GATES_ON}" "${E2E_RUN}" 'GateOff$|^TestKind'
+e2e::phase "gate on" "${GATES_ON}" "${RUNTIME_CONFIG_ON}" "${E2E_RUN}" 'GateOff$|^TestKind'
 if [[ "${E2E_GATE_OFF}" != "0" ]]; then
-  e2e::phase "gate off" "${GATES_OFF}" 'GateOff$' '^$'
+  e2e::phase "gate off" "${GATES_OFF}" "${RUNTIME_CONFIG_OFF}" 'GateOff$' '^$'
 fi
 log "e2e passed"

@@ -15,6 +15,10 @@
 // and skip what does not apply (RequireGate). Convention: a test that needs
 // that gate off has a name ending in GateOff; `make e2e` runs the whole
 // suite on a cluster with the gates on, then only the tests matching
-// `GateOff$` on a cluster with DisruptionPolicyInPriorityClass off. No list
-// of tests is kept in a script.
+// `GateOff$` on a cluster with DisruptionPolicyInPriorityClass off and
+// EvictionRequestAPI on without the runtime-config that serves its API (a
+// setup the components must refuse or report). A test that skips where its
+// phase should run it fails `make e2e`. No list of tests is kept in a
+// script. KUBE_GUARD_E2E_COMPONENT_LOGS, when set, is the directory of the
+// control plane's logs.
 package e2e

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -226,4 +228,55 @@ func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 	require.Equal(t, lifecyclev1alpha1.ResponderStateCompleted, state)
 	state, _ = responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
 	require.Equal(t, lifecyclev1alpha1.ResponderStateCompleted, state)
+}
+
+// TestEvictionRequestAPINotServedGateOff runs on `make e2e`'s second
+// cluster, whose components have the EvictionRequestAPI gate on but whose
+// kube-apiserver does not serve lifecycle.k8s.io/v1alpha1 (no
+// --runtime-config): the descheduler's evacuation mode refuses to start
+// and names the flag that is missing, and kube-controller-manager does not
+// start the two EvictionRequest controllers, saying why, and keeps running.
+func TestEvictionRequestAPINotServedGateOff(t *testing.T) {
+	c := setup(t)
+	c.RequireGate(t, false)
+	metrics, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^kubernetes_feature_enabled\{name="EvictionRequestAPI"[^}]*\} 1$`, string(metrics),
+		"this test wants EvictionRequestAPI on (make e2e's second cluster)")
+	_, err = c.Client.Discovery().ServerResourcesForGroupVersion(lifecyclev1alpha1.SchemeGroupVersion.String())
+	require.True(t, apierrors.IsNotFound(err), "this test wants %s not served (make e2e's second cluster): %v", lifecyclev1alpha1.SchemeGroupVersion, err)
+
+	ns := c.Namespace(t, "kep4563-not-served")
+	d := c.startDescheduler(t, evictionRequestPolicy(ns, ""), 0, evictionRequestGates)
+	require.Error(t, d.exit(t), "the descheduler started its evacuation mode without the API")
+	require.Contains(t, d.log.String(), "kube-apiserver does not serve evictionrequests.lifecycle.k8s.io")
+	require.Contains(t, d.log.String(), "--runtime-config=lifecycle.k8s.io/v1alpha1=true")
+
+	logs := os.Getenv("KUBE_GUARD_E2E_COMPONENT_LOGS")
+	if logs == "" {
+		t.Log("KUBE_GUARD_E2E_COMPONENT_LOGS is not set: kube-controller-manager's log is not checked")
+		return
+	}
+	kcmLog := filepath.Join(logs, "kube-controller-manager.log")
+	for _, controller := range []string{"evictionrequest-controller", "imperative-eviction-responder-controller"} {
+		c.Poll(t, "kube-controller-manager to say why "+controller+" does not start", func(context.Context) (bool, error) {
+			b, err := os.ReadFile(kcmLog)
+			if err != nil {
+				return false, err
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, "Not starting controller: the EvictionRequestAPI feature gate is enabled but kube-apiserver does not serve the API") &&
+					strings.Contains(line, `controller="`+controller+`"`) {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+	// kube-controller-manager goes on: its other controllers act, e.g. the
+	// disruption controller fills a budget's status.
+	c.PDB(t, ns, "pdb", "nothing", 1, nil)
+	c.WaitPDB(t, ns, "pdb", "the disruption controller to observe the budget", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		return s.ObservedGeneration >= 1
+	})
 }

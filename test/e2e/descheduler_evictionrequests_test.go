@@ -1,8 +1,15 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -10,14 +17,21 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"kube-guard/test/e2e/framework"
 )
@@ -47,7 +61,8 @@ func requestsOf(ctx context.Context, c *cluster, ns, requester string) (map[stri
 }
 
 // TestDeschedulerEvacuationModeEvictionRequests: the descheduler in the
-// evacuation mode (evictionRequests) asks for every eviction with one
+// evacuation mode (evictionRequests), with the permissions of the RBAC
+// manifest it ships and no more, asks for every eviction with one
 // EvictionRequest per pod and never evicts itself. kube-controller-manager
 // hands a pod that declares its own responder to that responder first (the
 // test plays it: it removes the pod, then completes) and evicts a pod that
@@ -66,8 +81,7 @@ func TestDeschedulerEvacuationModeEvictionRequests(t *testing.T) {
 	// never answers within the test.
 	createEvictionRequest(t, c.Cluster, busy, "someone-else")
 
-	policy := deschedulerPolicy(ns, "evictionRequests:\n  requester: "+deschedulerRequester+"\n")
-	d := c.startDescheduler(t, policy, time.Second, "--feature-gates=EvictionsInBackground=true,EvictionRequestAPI=true")
+	d := c.startDescheduler(t, evictionRequestPolicy(ns, ""), time.Second, evictionRequestGates, "--kubeconfig="+c.shippedRBACKubeconfig(t))
 
 	c.Poll(t, "the descheduler to request the evictions of vm and web", func(ctx context.Context) (bool, error) {
 		byPod, err := requestsOf(ctx, c, ns, deschedulerRequester)
@@ -334,7 +348,8 @@ func (tl *intentTimeline) withdrawals() int {
 // pod, descheduler_pod_evacuations_abandoned_total) and the pod may be
 // asked for again, which gives it a whole TTL again: every withdrawal comes
 // at least the TTL after the ask before it. The pod, whose responder never
-// answers, is never evicted by anyone.
+// answers, is never evicted by anyone. The descheduler runs with the RBAC
+// it ships (withdrawing and the event need their verbs).
 func TestDeschedulerEvacuationModeTTL(t *testing.T) {
 	c := setup(t)
 	requireEvictionRequestAPI(t, c.Cluster)
@@ -343,7 +358,8 @@ func TestDeschedulerEvacuationModeTTL(t *testing.T) {
 	const ttl = 4 * time.Second
 	timeline := c.watchIntents(t, ns)
 
-	d := c.startDescheduler(t, evictionRequestPolicy(ns, fmt.Sprintf("maxEvacuationRequestTTL: %s\n", ttl)), time.Second, evictionRequestGates)
+	d := c.startDescheduler(t, evictionRequestPolicy(ns, fmt.Sprintf("maxEvacuationRequestTTL: %s\n", ttl)), time.Second,
+		evictionRequestGates, "--kubeconfig="+c.shippedRBACKubeconfig(t))
 	c.Poll(t, "the request of "+pod.Name+" to be withdrawn twice", func(context.Context) (bool, error) {
 		return timeline.withdrawals() >= 2, nil
 	})
@@ -386,5 +402,97 @@ func TestDeschedulerEvacuationModeTTL(t *testing.T) {
 		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
 			return e.Reason == "EvacuationAbandoned" && e.Regarding.Name == pod.Name && e.Type == corev1.EventTypeWarning
 		}), nil
+	})
+}
+
+// shippedRBACKubeconfig applies the RBAC manifest the patched descheduler
+// ships (kubernetes/base/rbac.yaml of its tree: a ClusterRole, a Role, the
+// descheduler-sa ServiceAccount and their bindings), removes it at cleanup,
+// and returns a kubeconfig that acts as that ServiceAccount: a descheduler
+// run with it has exactly the permissions users give theirs.
+func (c *cluster) shippedRBACKubeconfig(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	require.NoError(t, err)
+	manifest, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(top)), "_output", "src", "descheduler", "kubernetes", "base", "rbac.yaml"))
+	require.NoError(t, err, "the descheduler's tree is not materialised (make build)")
+	const ns = metav1.NamespaceSystem
+	var sa string
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		var meta metav1.TypeMeta
+		require.NoError(t, yaml.Unmarshal(doc, &meta))
+		switch meta.Kind {
+		case "":
+			continue
+		case "ClusterRole":
+			var o rbacv1.ClusterRole
+			require.NoError(t, yaml.Unmarshal(doc, &o))
+			applyAndClean(t, c.Client.RbacV1().ClusterRoles(), &o)
+		case "ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			require.NoError(t, yaml.Unmarshal(doc, &o))
+			applyAndClean(t, c.Client.RbacV1().ClusterRoleBindings(), &o)
+		case "Role":
+			var o rbacv1.Role
+			require.NoError(t, yaml.Unmarshal(doc, &o))
+			applyAndClean(t, c.Client.RbacV1().Roles(ns), &o)
+		case "RoleBinding":
+			var o rbacv1.RoleBinding
+			require.NoError(t, yaml.Unmarshal(doc, &o))
+			applyAndClean(t, c.Client.RbacV1().RoleBindings(ns), &o)
+		case "ServiceAccount":
+			var o corev1.ServiceAccount
+			require.NoError(t, yaml.Unmarshal(doc, &o))
+			require.Equal(t, ns, o.Namespace)
+			applyAndClean(t, c.Client.CoreV1().ServiceAccounts(ns), &o)
+			sa = o.Name
+		default:
+			t.Fatalf("unexpected %s in the descheduler's RBAC manifest", meta.Kind)
+		}
+	}
+	require.NotEmpty(t, sa, "no ServiceAccount in the descheduler's RBAC manifest")
+	token, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	config, err := clientcmd.LoadFromFile(os.Getenv("KUBE_GUARD_E2E_KUBECONFIG"))
+	require.NoError(t, err)
+	current := config.Contexts[config.CurrentContext]
+	require.NotNil(t, current, "the kubeconfig has no current context")
+	config.AuthInfos = map[string]*clientcmdapi.AuthInfo{sa: {Token: token.Status.Token}}
+	config.Contexts = map[string]*clientcmdapi.Context{sa: {Cluster: current.Cluster, AuthInfo: sa}}
+	config.CurrentContext = sa
+	path := filepath.Join(t.TempDir(), "descheduler-sa.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*config, path))
+	return path
+}
+
+// objectClient is what applyAndClean needs of a typed client.
+type objectClient[T runtime.Object] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+}
+
+// applyAndClean creates obj (it must not exist: the tests that use it do
+// not run in parallel) and deletes it at cleanup.
+func applyAndClean[T interface {
+	runtime.Object
+	GetName() string
+}](t *testing.T, client objectClient[T], obj T) {
+	t.Helper()
+	_, err := client.Create(context.Background(), obj, metav1.CreateOptions{})
+	require.NoError(t, err, "creating %s", obj.GetName())
+	t.Cleanup(func() {
+		if err := client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s: %v", obj.GetName(), err)
+		}
 	})
 }

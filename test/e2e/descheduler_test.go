@@ -353,7 +353,8 @@ type descheduler struct {
 }
 
 // startDescheduler runs the descheduler with policy, EvictionsInBackground
-// on (unless extra sets --feature-gates) and extra flags; interval 0 runs
+// on (unless extra sets --feature-gates), the test's kubeconfig (unless
+// extra sets --kubeconfig) and extra flags; interval 0 runs
 // one cycle and exits. It serves its /metrics on a free port of 127.0.0.1.
 // It is stopped at cleanup and its log is printed when the test failed.
 func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Duration, extra ...string) *descheduler {
@@ -368,7 +369,6 @@ func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Du
 	port := freePort(t)
 	d := &descheduler{log: &syncBuffer{}, done: make(chan error, 1), metricsURL: fmt.Sprintf("https://127.0.0.1:%d", port)}
 	args := []string{
-		"--kubeconfig=" + os.Getenv("KUBE_GUARD_E2E_KUBECONFIG"),
 		"--policy-config-file=" + policyFile,
 		"--descheduling-interval=" + interval.String(),
 		"--bind-address=127.0.0.1",
@@ -377,6 +377,9 @@ func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Du
 	}
 	if !slices.ContainsFunc(extra, func(arg string) bool { return strings.HasPrefix(arg, "--feature-gates=") }) {
 		args = append(args, "--feature-gates=EvictionsInBackground=true")
+	}
+	if !slices.ContainsFunc(extra, func(arg string) bool { return strings.HasPrefix(arg, "--kubeconfig=") }) {
+		args = append(args, "--kubeconfig="+os.Getenv("KUBE_GUARD_E2E_KUBECONFIG"))
 	}
 	d.cmd = exec.Command(bin, append(args, extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log

@@ -326,6 +326,9 @@ func (tl *intentTimeline) snapshot() []intentChange {
 // String lists the changes as offsets from the first: "+0.000s Eviction, +4.013s Withdrawn, ...".
 func (tl *intentTimeline) String() string {
 	changes := tl.snapshot()
+	if len(changes) == 0 {
+		return "no change"
+	}
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
 		parts = append(parts, fmt.Sprintf("+%.3fs %s", ch.at.Sub(changes[0].at).Seconds(), ch.intent))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -176,9 +178,24 @@ func TestKEP4563DefaultResponderRespectsTheBudget(t *testing.T) {
 	require.NoError(t, err, "the pod nobody asked to evict is still there")
 }
 
+// holdFinalizer keeps an evicted pod terminating until the test releases
+// it, as a kubelet holds it for its grace period: kube-controller-manager
+// ends the Active responder's turn when the pod is gone, so without the hold
+// the default responder may be Interrupted before it reports completion.
+const holdFinalizer = "e2e.kube-guard.io/hold"
+
+// releasePod removes holdFinalizer from a pod, if it is still there.
+func releasePod(ctx context.Context, c *framework.Cluster, ns, name string) error {
+	_, err := c.Client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 // TestKEP4563PodResponderGoesFirst: a pod that declares its own eviction
 // responder gets it activated first; the default responder waits until it
-// declines, then evicts.
+// declines, then evicts, and both end Completed.
 func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 	c := setup(t)
 	requireEvictionRequestAPI(t, c.Cluster)
@@ -186,7 +203,16 @@ func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 	const migrator = "migrator.e2e.kube-guard.io/live-migration"
 	spec := framework.PodSpec("", resource.Quantity{})
 	spec.EvictionResponders = []corev1.EvictionResponder{{Name: migrator, Priority: ptr.To[int32](10000)}}
-	vm := c.CreatePod(t, ns, "vm", map[string]string{"app": "vm"}, spec)
+	vm, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "vm", Labels: map[string]string{"app": "vm"}, Finalizers: []string{holdFinalizer}},
+		Spec:       spec,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := releasePod(context.Background(), c.Cluster, ns, "vm"); err != nil {
+			t.Errorf("releasing vm: %v", err)
+		}
+	})
 	c.WaitPodRunningReady(t, ns, "vm")
 
 	createEvictionRequest(t, c.Cluster, vm, "drain-vm")
@@ -220,8 +246,25 @@ func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 		_, err = c.Client.LifecycleV1alpha1().Evictions(ns).UpdateStatus(ctx, ev, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
+	// The default responder evicts (the pod is held terminating) and reports
+	// completion; then the pod may go.
+	c.Poll(t, "the default responder to complete", func(ctx context.Context) (bool, error) {
+		ev, err := evictionOf(ctx, c.Cluster, vm)
+		if err != nil || ev == nil {
+			return false, err
+		}
+		state, _ := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+		if state == lifecyclev1alpha1.ResponderStateInterrupted || state == lifecyclev1alpha1.ResponderStateCanceled {
+			return false, fmt.Errorf("the default responder ended %s", state)
+		}
+		return state == lifecyclev1alpha1.ResponderStateCompleted, nil
+	})
+	pod, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "vm", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, pod.DeletionTimestamp, "the default responder completed without evicting the pod")
+	require.NoError(t, releasePod(context.Background(), c.Cluster, ns, "vm"))
 	waitRequestTargetEvicted(t, c.Cluster, ns, "drain-vm")
-	ev, err := evictionOf(context.Background(), c.Cluster, vm)
+	ev, err = evictionOf(context.Background(), c.Cluster, vm)
 	require.NoError(t, err)
 	require.NotNil(t, ev)
 	state, _ = responderOf(ev, migrator)

@@ -16,15 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/version"
 
+	"kube-guard/test/util/controlplane"
 	"kube-guard/test/util/pins"
 )
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
-	require.NoError(t, err)
-	return strings.TrimSpace(string(out))
-}
 
 // component reads the pin of a component (test/util/pins).
 func component(t *testing.T, root, name string) pins.Component {
@@ -42,7 +36,7 @@ func run(t *testing.T, bin string, args ...string) string {
 }
 
 func TestKubernetesBinariesAreStamped(t *testing.T) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	want, commit := forkVersion(t, root, "kubernetes")
 	v := version.MustParseSemantic(want)
 
@@ -107,7 +101,7 @@ func forkVersion(t *testing.T, root, name string) (want, commit string) {
 // The descheduler prints its version package's Info with %+v:
 // "Descheduler version {Major: Minor: GitVersion:... GitBranch:... GitSha1:... BuildDate:... ...}".
 func TestDeschedulerIsStamped(t *testing.T) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	pin := component(t, root, "descheduler")
 	require.Equal(t, "sigs.k8s.io/descheduler", pin.Module)
 	want, commit := forkVersion(t, root, "descheduler")
@@ -124,7 +118,7 @@ func TestDeschedulerIsStamped(t *testing.T) {
 }
 
 func TestPinnedTools(t *testing.T) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	bin := filepath.Join(root, "_output", "bin")
 	etcd, err := pins.Tool(root, "etcd", "go.etcd.io/etcd/server/v3")
 	require.NoError(t, err)
@@ -145,7 +139,7 @@ func TestPinnedTools(t *testing.T) {
 // node image) is the release the pinned Kubernetes is tested with, the
 // ETCD_VERSION of its hack/lib/etcd.sh (kubeadm's default etcd image too).
 func TestEtcdPinIsUpstreams(t *testing.T) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	etcd, err := pins.Tool(root, "etcd", "go.etcd.io/etcd/server/v3")
 	require.NoError(t, err)
 	script, err := os.ReadFile(filepath.Join(root, "_output", "src", "kubernetes", "hack", "lib", "etcd.sh"))

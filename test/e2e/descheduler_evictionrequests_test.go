@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kube-guard/test/e2e/framework"
+	"kube-guard/test/util/controlplane"
 )
 
 const deschedulerRequester = "descheduler.e2e.kube-guard.io/main"
@@ -416,9 +416,7 @@ func TestDeschedulerEvacuationModeTTL(t *testing.T) {
 func (c *cluster) shippedRBACKubeconfig(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
-	require.NoError(t, err)
-	manifest, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(top)), "_output", "src", "descheduler", "kubernetes", "base", "rbac.yaml"))
+	manifest, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "_output", "src", "descheduler", "kubernetes", "base", "rbac.yaml"))
 	require.NoError(t, err, "the descheduler's tree is not materialised (make build)")
 	const ns = metav1.NamespaceSystem
 	var sa string

@@ -39,16 +39,10 @@ import (
 	"kube-guard/test/util/controlplane"
 )
 
-// repoRoot returns the repository's root.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	return filepath.Dir(filepath.Dir(controlplane.BinDir(t)))
-}
-
 // imagesDir returns _output/images, which `make images` writes.
 func imagesDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), "_output", "images")
+	dir := filepath.Join(controlplane.RepoRoot(t), "_output", "images")
 	if _, err := os.Stat(filepath.Join(dir, "images.txt")); err != nil {
 		t.Fatalf("%v: run `make images` first (make test does)", err)
 	}
@@ -60,7 +54,7 @@ func imagesDir(t testing.TB) string {
 // into the kind node image, and tested there (`make kind-e2e`).
 func loadSpec(t testing.TB) *spec.Spec {
 	t.Helper()
-	s, err := spec.Load(filepath.Join(repoRoot(t), "build", "images", "images.yaml"))
+	s, err := spec.Load(filepath.Join(controlplane.RepoRoot(t), "build", "images", "images.yaml"))
 	require.NoError(t, err)
 	s.Images = s.InSet("")
 	require.NotEmpty(t, s.Images, "release images in images.yaml")
@@ -363,7 +357,7 @@ func TestKubeProxyBaseRunsItsTools(t *testing.T) {
 func TestImagesAreReproducible(t *testing.T) {
 	dir := imagesDir(t)
 	out := filepath.Join(t.TempDir(), "images")
-	cmd := exec.Command(filepath.Join(repoRoot(t), "hack", "make-rules", "images.sh"))
+	cmd := exec.Command(filepath.Join(controlplane.RepoRoot(t), "hack", "make-rules", "images.sh"))
 	cmd.Env = append(os.Environ(), "SKIP_BUILD=1", "IMAGES_OUT="+out)
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
@@ -426,7 +420,7 @@ http:
 // push runs `make push`'s script with REGISTRY=registry.
 func push(t *testing.T, registry string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(repoRoot(t), "hack", "make-rules", "push.sh"))
+	cmd := exec.Command(filepath.Join(controlplane.RepoRoot(t), "hack", "make-rules", "push.sh"))
 	cmd.Env = append(os.Environ(), "REGISTRY="+registry)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

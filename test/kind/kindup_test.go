@@ -66,7 +66,7 @@ type harness struct {
 // holds the kind stand-in, and a PATH with the docker stand-in first.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	root := filepath.Dir(filepath.Dir(controlplane.BinDir(t)))
+	root := controlplane.RepoRoot(t)
 	src := filepath.Join(root, "_output", "src", "kubernetes", ".git")
 	if _, err := os.Stat(src); err != nil {
 		t.Fatalf("%v: the kubernetes tree is not materialised (make build)", err)

@@ -24,14 +24,20 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// BinDir returns _output/bin of this repository.
-func BinDir(t testing.TB) string {
+// RepoRoot returns the root of this repository.
+func RepoRoot(t testing.TB) string {
 	t.Helper()
 	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		t.Fatalf("finding the repository root: %v", err)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "_output", "bin")
+	return strings.TrimSpace(string(out))
+}
+
+// BinDir returns _output/bin of this repository.
+func BinDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(RepoRoot(t), "_output", "bin")
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -43,6 +43,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"kube-guard/test/e2e/framework"
+	"kube-guard/test/util/controlplane"
 )
 
 const (
@@ -366,7 +367,7 @@ func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Du
 	dir := t.TempDir()
 	policyFile := filepath.Join(dir, "policy.yaml")
 	require.NoError(t, os.WriteFile(policyFile, []byte(policy), 0o600))
-	port := freePort(t)
+	port := controlplane.FreePort(t)
 	d := &descheduler{log: &syncBuffer{}, done: make(chan error, 1), metricsURL: fmt.Sprintf("https://127.0.0.1:%d", port)}
 	args := []string{
 		"--policy-config-file=" + policyFile,
@@ -394,15 +395,6 @@ func (c *cluster) startDescheduler(t *testing.T, policy string, interval time.Du
 		}
 	})
 	return d
-}
-
-// freePort returns a TCP port of 127.0.0.1 that nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // wait waits until a one-shot descheduler exits and requires success.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"kube-guard/test/util/controlplane"
 	"kube-guard/test/util/procstat"
@@ -106,45 +107,23 @@ func evict(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error {
 // victim guarded by KEP-3280); and, for comparison, the patch followed by
 // the eviction, as the gate on did before. Victims are running and ready, four per
 // PodDisruptionBudget, as in the scheduler_perf workloads of KEP-3280.
-// The CPU time is read from /proc, so the figure is the processes' work,
-// whatever else the machine does:
+// b.N is the number of victims of each method. The CPU time is read from
+// /proc, so the figure is the processes' work, whatever else the machine
+// does. The methods take turns (see benchmarkVictimRemoval), so that each
+// sees the same processes, at the same age:
 //
 //	go test ./test/integration -run '^$' -bench BenchmarkVictimRemoval -benchtime 400x
 //
-// With KUBE_GUARD_VICTIM_REMOVAL_OUT=<dir>, each method also writes
+// With KUBE_GUARD_VICTIM_REMOVAL_OUT=<dir>, it also writes
 // <dir>/<variant>.json in scheduler_perf's DataItems format, for make bench.
-// With KUBE_GUARD_VICTIM_REMOVAL_PROFILE=<dir>, each method also writes
-// <dir>/<method>-<N>.pprof, a CPU profile of the kube-apiserver over the
-// first profileWindow of its removals (the profiler's own CPU is then
-// part of the figures: do not combine the two):
+// With KUBE_GUARD_VICTIM_REMOVAL_PROFILE=<dir>, it then also removes more
+// victims by each method, apart from the measured ones, while it takes a CPU
+// profile of the kube-apiserver, and writes <dir>/<method>.pprof:
 //
 //	KUBE_GUARD_VICTIM_REMOVAL_PROFILE=/tmp/prof go test ./test/integration -run '^$' -bench 'BenchmarkVictimRemoval$' -benchtime 400x
-//	go tool pprof -top -cum /tmp/prof/evict-400.pprof
+//	go tool pprof -top -cum /tmp/prof/evict.pprof
 func BenchmarkVictimRemoval(b *testing.B) {
 	benchmarkVictimRemoval(b, controlplane.Options{}, removals, os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_OUT"), os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_PROFILE"))
-}
-
-// profileWindow is how long KUBE_GUARD_VICTIM_REMOVAL_PROFILE profiles the
-// kube-apiserver: shorter than 400 removals by either method, so that the
-// profile covers removals only.
-const profileWindow = 5 * time.Second
-
-// startProfile asks the kube-apiserver for a CPU profile of the next
-// profileWindow and returns a function that waits for it and writes it to
-// file. The request is bounded: the window plus a minute for the answer.
-func startProfile(ctx context.Context, b *testing.B, c kubernetes.Interface, file string) func() {
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(ctx, profileWindow+time.Minute)
-		defer cancel()
-		data, err := c.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(int(profileWindow/time.Second))).DoRaw(ctx)
-		if err == nil {
-			err = os.WriteFile(file, data, 0o644)
-		}
-		done <- err
-	}()
-	return func() { require.NoError(b, <-done, "CPU profile of the kube-apiserver") }
 }
 
 // BenchmarkVictimRemovalUncachedBudgets is BenchmarkVictimRemoval with the
@@ -161,63 +140,129 @@ func BenchmarkVictimRemovalUncachedBudgets(b *testing.B) {
 	benchmarkVictimRemoval(b, controlplane.Options{ExtraArgs: []string{"--watch-cache-sizes=poddisruptionbudgets.policy#0"}}, removals, "", "")
 }
 
-// benchmarkVictimRemoval runs each of removals against a kube-apiserver
-// started with opts; with out set, each removal with a variant also writes
-// out/<variant>.json, and with profileDir set, profileDir/<name>-<N>.pprof
-// (see BenchmarkVictimRemoval).
+// turns is how many turns each method of benchmarkVictimRemoval takes, each
+// removing 1/turns of its victims.
+const turns = 8
+
+// profileWindow is how long KUBE_GUARD_VICTIM_REMOVAL_PROFILE profiles the
+// kube-apiserver for each method, and profileVictims how many victims that
+// method has to remove meanwhile: more than any method removes in the window.
+const (
+	profileWindow  = 2 * time.Second
+	profileVictims = 1500
+)
+
+// benchmarkVictimRemoval runs removals against a kube-apiserver started
+// with opts, b.N victims each. The victims of each method are in a namespace
+// of their own, all created before the first is removed. The methods then take
+// turns: in each of the turns, each method removes its next b.N/turns victims,
+// the method that goes first changing from turn to turn, and its CPU time is
+// the sum over its turns. The client is not rate-limited, so that a removal's
+// time is the work of the processes and not that of a limiter. With out set,
+// it writes out/<variant>.json for each method with a variant, and with
+// profileDir set, profileDir/<method>.pprof (see BenchmarkVictimRemoval).
 func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []removal, out, profileDir string) {
+	b.StopTimer()
 	s := controlplane.StartAPIServer(b, opts)
 	ctx := context.Background()
-	runs := 0
-	for _, r := range removals {
-		b.Run(r.name, func(b *testing.B) {
-			b.StopTimer()
-			// A namespace per run: -count runs each method again on this server.
-			runs++
-			ns := fmt.Sprintf("victims-%s-%d-%d", r.name, b.N, runs)
-			_, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-			require.NoError(b, err)
-			// No controller-manager creates it here; ServiceAccount admission needs it.
-			_, err = s.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-			require.NoError(b, err)
-			pods := createVictims(ctx, b, s.Client, ns, b.N)
+	cfg := rest.CopyConfig(s.Config)
+	cfg.QPS = -1 // no client-side rate limiter
+	c, err := kubernetes.NewForConfig(cfg)
+	require.NoError(b, err)
 
+	victims := make([][]*corev1.Pod, len(removals))
+	for i, r := range removals {
+		victims[i] = createVictims(ctx, b, c, victimNamespace(ctx, b, c, r.name), b.N)
+	}
+	api := make([]time.Duration, len(removals))
+	etcd := make([]time.Duration, len(removals))
+	for turn := 0; turn < turns; turn++ {
+		from, to := turn*b.N/turns, (turn+1)*b.N/turns
+		for j := range removals {
+			i := (turn + j) % len(removals)
 			apiBefore, err := procstat.Read(s.PID)
 			require.NoError(b, err)
 			etcdBefore, err := procstat.Read(s.EtcdPID)
 			require.NoError(b, err)
-			var waitProfile func()
-			if profileDir != "" && b.N > 1 {
-				waitProfile = startProfile(ctx, b, s.Client, filepath.Join(profileDir, fmt.Sprintf("%s-%d.pprof", r.name, b.N)))
-			}
 			b.StartTimer()
-			for _, pod := range pods {
-				if err := r.remove(ctx, s.Client, pod); err != nil {
-					b.Fatalf("%s %s: %v", r.name, pod.Name, err)
+			for _, pod := range victims[i][from:to] {
+				if err := removals[i].remove(ctx, c, pod); err != nil {
+					b.Fatalf("%s %s: %v", removals[i].name, pod.Name, err)
 				}
 			}
 			b.StopTimer()
-			if waitProfile != nil {
-				waitProfile()
-			}
 			apiAfter, err := procstat.Read(s.PID)
 			require.NoError(b, err)
 			etcdAfter, err := procstat.Read(s.EtcdPID)
 			require.NoError(b, err)
-
-			left, err := s.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			require.NoError(b, err)
-			require.Empty(b, left.Items, "victims left after %s", r.name)
-			n := float64(b.N)
-			apiPerVictim := float64(apiAfter.Self-apiBefore.Self) / float64(time.Millisecond) / n
-			etcdPerVictim := float64(etcdAfter.Self-etcdBefore.Self) / float64(time.Millisecond) / n
-			b.ReportMetric(apiPerVictim, "apiserver-cpu-ms/victim")
-			b.ReportMetric(etcdPerVictim, "etcd-cpu-ms/victim")
-			if out != "" && b.N > 1 && r.variant != "" {
-				writeVictimRemoval(b, filepath.Join(out, r.variant+".json"), b.N, apiPerVictim, etcdPerVictim)
-			}
-		})
+			api[i] += apiAfter.Self - apiBefore.Self
+			etcd[i] += etcdAfter.Self - etcdBefore.Self
+		}
 	}
+
+	n := float64(b.N)
+	for i, r := range removals {
+		left, err := c.CoreV1().Pods(victims[i][0].Namespace).List(ctx, metav1.ListOptions{})
+		require.NoError(b, err)
+		require.Empty(b, left.Items, "victims left after %s", r.name)
+		apiPerVictim := float64(api[i]) / float64(time.Millisecond) / n
+		etcdPerVictim := float64(etcd[i]) / float64(time.Millisecond) / n
+		b.ReportMetric(apiPerVictim, r.name+"-apiserver-cpu-ms/victim")
+		b.ReportMetric(etcdPerVictim, r.name+"-etcd-cpu-ms/victim")
+		if out != "" && b.N > 1 && r.variant != "" {
+			writeVictimRemoval(b, filepath.Join(out, r.variant+".json"), b.N, apiPerVictim, etcdPerVictim)
+		}
+	}
+	if profileDir != "" && b.N > 1 {
+		for _, r := range removals {
+			profileRemoval(ctx, b, c, r, filepath.Join(profileDir, r.name+".pprof"))
+		}
+	}
+}
+
+// victimNamespace creates a namespace for the victims of method, and the
+// default ServiceAccount that ServiceAccount admission needs (no
+// controller-manager runs here to create it).
+func victimNamespace(ctx context.Context, b testing.TB, c kubernetes.Interface, method string) string {
+	b.Helper()
+	ns, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "victims-" + method + "-"}}, metav1.CreateOptions{})
+	require.NoError(b, err)
+	_, err = c.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	require.NoError(b, err)
+	return ns.Name
+}
+
+// profileRemoval takes a CPU profile of the kube-apiserver over
+// profileWindow while r removes victims of a namespace of their own, and
+// writes it to file. The request is bounded: the window plus a minute for
+// the answer. The benchmark fails if r runs out of victims before the window
+// ends: the profile would then show an idle kube-apiserver.
+func profileRemoval(ctx context.Context, b *testing.B, c kubernetes.Interface, r removal, file string) {
+	b.Helper()
+	pods := createVictims(ctx, b, c, victimNamespace(ctx, b, c, r.name+"-profile"), profileVictims)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, profileWindow+time.Minute)
+		defer cancel()
+		data, err := c.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(profileWindow/time.Second))).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(file, data, 0o644)
+		}
+		done <- err
+	}()
+	for _, pod := range pods {
+		select {
+		case err := <-done:
+			require.NoError(b, err, "CPU profile of the kube-apiserver")
+			return
+		default:
+		}
+		if err := r.remove(ctx, c, pod); err != nil {
+			b.Fatalf("%s %s: %v", r.name, pod.Name, err)
+		}
+	}
+	b.Fatalf("%s: the %d victims were removed before the %s profile ended", r.name, profileVictims, profileWindow)
 }
 
 // createVictims creates n running, ready pods in ns, bound to a node, four

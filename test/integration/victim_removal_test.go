@@ -234,13 +234,18 @@ func victimNamespace(ctx context.Context, b testing.TB, c kubernetes.Interface, 
 }
 
 // profileRemoval takes a CPU profile of the kube-apiserver over
-// profileWindow while r removes victims of a namespace of their own, and
+// profileWindow while r removes victims of namespaces of their own, and
 // writes it to file. The request is bounded: the window plus a minute for
 // the answer. The benchmark fails if r runs out of victims before the window
 // ends: the profile would then show an idle kube-apiserver.
 func profileRemoval(ctx context.Context, b *testing.B, c kubernetes.Interface, r removal, file string) {
 	b.Helper()
-	pods := createVictims(ctx, b, c, victimNamespace(ctx, b, c, r.name+"-profile"), profileVictims)
+	// Namespaces of b.N victims each, as measured: an eviction's cost grows
+	// with the budgets of its namespace.
+	var pods []*corev1.Pod
+	for len(pods) < profileVictims {
+		pods = append(pods, createVictims(ctx, b, c, victimNamespace(ctx, b, c, r.name+"-profile"), b.N)...)
+	}
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, profileWindow+time.Minute)
@@ -264,7 +269,7 @@ func profileRemoval(ctx context.Context, b *testing.B, c kubernetes.Interface, r
 			b.Fatalf("%s %s: %v", r.name, pod.Name, err)
 		}
 	}
-	b.Fatalf("%s: the %d victims were removed before the %s profile ended", r.name, profileVictims, profileWindow)
+	b.Fatalf("%s: the %d victims were removed before the %s profile ended", r.name, len(pods), profileWindow)
 }
 
 // createVictims creates n running, ready pods in ns, bound to a node, four

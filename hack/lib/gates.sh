@@ -2,9 +2,11 @@
 # The fork's feature gates in the clusters it brings up (the local cluster,
 # hack/lib/local.sh; the kind cluster, hack/lib/kind.sh). Sourced after init.sh.
 
-# The gates on by default.
+# The gates on by default: KEP-3280's, KEP-4563's, and the eviction's budget
+# status write to storage (alpha upstream: it leaves admission and audit of
+# poddisruptionbudgets/status out of the eviction's decrement).
 # shellcheck disable=SC2034
-GATES_DEFAULT="DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true"
+GATES_DEFAULT="DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionWritesBudgetsToStorage=true"
 
 # gates::runtime_config GATES: the kube-apiserver --runtime-config that GATES
 # need: lifecycle.k8s.io/v1alpha1 when they turn EvictionRequestAPI on

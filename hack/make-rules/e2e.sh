@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make e2e`: runs test/e2e against local clusters it brings up and down itself:
-#   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass
-#      and EvictionRequestAPI on), the whole suite (gate-off tests skip),
+#   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass,
+#      EvictionRequestAPI and EvictionWritesBudgetsToStorage on), the whole
+#      suite (gate-off tests skip),
 #      including the descheduler's (it runs _output/bin/descheduler itself);
 #   2. `local-up` again with DisruptionPolicyInPriorityClass=false, and
 #      EvictionRequestAPI on without the runtime-config that serves its API

@@ -472,7 +472,7 @@ func (r *report) markdown() string {
 	b.WriteString("The goals are decided on CPU time, which this shared machine measures where it cannot measure wall-clock time: ")
 	b.WriteString("the CPU per measured pod is the user and system time of the benchmark process and its descendants (etcd) during the measured phase, ")
 	b.WriteString("read from /proc when scheduler_perf creates and closes the phase's CPU profile, divided by the pods the phase measures ")
-	b.WriteString("(whole run: rusage of the process, setup included); the kube-apiserver and etcd CPU per removed victim comes from BenchmarkVictimRemoval (test/integration), ")
+	b.WriteString("(whole run: rusage of the process, setup included); the kube-apiserver and etcd CPU per removed victim comes from BenchmarkVictimRemoval (test/integration), with the kube-apiserver's gates of kube-guard's clusters (EvictionWritesBudgetsToStorage on), ")
 	b.WriteString("the same processes deleting (gate off) or evicting (gate on) running victims four to a PodDisruptionBudget, all the victims and budgets of a method in one namespace, the methods taking turns of an eighth of their victims each, with a client that is not rate-limited. ")
 	b.WriteString("A goal's \"single rounds\" are the ratios of the runs of one round, which ran one after the other. ")
 	b.WriteString("Throughput is scheduler_perf's `SchedulingThroughput` average of a run (pods/s, the mean of 1 s samples); ")

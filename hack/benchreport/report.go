@@ -149,6 +149,9 @@ type goal struct {
 }
 
 type report struct {
+	// Together is true when the variants of a workload ran at the same
+	// time in each round, false when they ran one after the other.
+	Together  bool             `json:"together"`
 	Meta      []metaEntry      `json:"meta"`
 	Workloads []workloadResult `json:"workloads"`
 	Goals     []goal           `json:"goals"`
@@ -164,18 +167,20 @@ func runReport(args []string) error {
 	raw := fs.String("raw", "", "directory with <variant>/round-<n>/*.json from scheduler_perf")
 	md := fs.String("md", "", "markdown file to write")
 	js := fs.String("json", "", "JSON summary to write")
+	together := fs.Bool("together", false, "the variants of a workload ran at the same time in each round (else one after the other)")
 	var meta stringList
 	fs.Var(&meta, "meta", "KEY=VALUE shown at the top of the report, in order (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *raw == "" || *md == "" || *js == "" || fs.NArg() != 0 {
-		return errors.New("usage: benchreport report -raw DIR -md FILE -json FILE [-meta KEY=VALUE]...")
+		return errors.New("usage: benchreport report [-together] -raw DIR -md FILE -json FILE [-meta KEY=VALUE]...")
 	}
 	r, err := buildReport(*raw)
 	if err != nil {
 		return err
 	}
+	r.Together = *together
 	for _, kv := range meta {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -351,8 +356,11 @@ func workloadName(label string) string {
 //     protected victim evicted (gate on) at most 1.20x that of one deleted
 //     after the DisruptionTarget patch (gate off).
 //
-// A goal is met when the ratio of the medians is within it; the ratios of
-// the single rounds are shown next to it.
+// A goal is met when the median of the rounds' ratios (each round's run of
+// the variant divided by its run of the baseline) is within it: the runs of
+// a round share the machine's state of the moment, which the medians of
+// each variant taken apart do not cancel. The ratio of the medians and the
+// range of the rounds' ratios are shown next to it.
 func goals(w workloadResult) []goal {
 	const cpu = "cpu_phase_per_pod"
 	var gs []goal
@@ -362,18 +370,17 @@ func goals(w workloadResult) []goal {
 		baseTitle = "gate off"
 	}
 	add := func(variant, key, what string, limit float64, unit string) {
-		r, ok := w.Ratios[variant][key]
-		if !ok {
+		p, ok := w.PairedRatios[variant][key]
+		if !ok || p.N == 0 {
 			return
 		}
 		v, b := w.Variants[variant][key], w.Variants[base][key]
-		p := w.PairedRatios[variant][key]
 		gs = append(gs, goal{
 			Workload: w.Name,
 			Goal:     fmt.Sprintf("%s: %s <= %.2fx %s", variantShort(variant), what, limit, baseTitle),
-			Measured: fmt.Sprintf("%.2fx (%s vs %s %s; single rounds %.2fx-%.2fx)", r, formatValue(v.Median), formatValue(b.Median), unit, p.Min, p.Max),
-			Ratio:    r,
-			Met:      r <= limit,
+			Measured: fmt.Sprintf("%.2fx (single rounds %.2fx-%.2fx; medians %s vs %s %s: %.2fx)", p.Median, p.Min, p.Max, formatValue(v.Median), formatValue(b.Median), unit, w.Ratios[variant][key]),
+			Ratio:    p.Median,
+			Met:      p.Median <= limit,
 		})
 	}
 	switch {
@@ -474,7 +481,12 @@ func (r *report) markdown() string {
 	b.WriteString("read from /proc when scheduler_perf creates and closes the phase's CPU profile, divided by the pods the phase measures ")
 	b.WriteString("(whole run: rusage of the process, setup included); the kube-apiserver and etcd CPU per removed victim comes from BenchmarkVictimRemoval (test/integration), with the kube-apiserver's gates of kube-guard's clusters (EvictionWritesBudgetsToStorage on), ")
 	b.WriteString("the same processes deleting (gate off) or evicting (gate on) running victims four to a PodDisruptionBudget, all the victims and budgets of a method in one namespace, the methods taking turns of an eighth of their victims each, with a client that is not rate-limited. ")
-	b.WriteString("A goal's \"single rounds\" are the ratios of the runs of one round, which ran one after the other. ")
+	if r.Together {
+		b.WriteString("The variants of a workload ran at the same time in each round, each a process of its own, so that they shared the machine's state of the moment (and its cores: each run's figures are those of a busier machine than one run alone would have). ")
+	} else {
+		b.WriteString("The variants of a workload ran one after the other in each round. ")
+	}
+	b.WriteString("A goal is decided on the median of the rounds' ratios (a round's run of the variant divided by its run of the baseline), shown first, with their range (\"single rounds\") and the ratio of the medians. ")
 	b.WriteString("Throughput is scheduler_perf's `SchedulingThroughput` average of a run (pods/s, the mean of 1 s samples); ")
 	b.WriteString("the measured phase duration is its `SchedulingDuration`, from the creation of the measured pods until the last is scheduled ")
 	b.WriteString("(or, for PreemptionProtectedBelowThreshold, attempted), so that its inverse is the phase's pods per second; ")
@@ -482,7 +494,7 @@ func (r *report) markdown() string {
 	b.WriteString("of the scheduler's histograms `scheduler_framework_extension_point_duration_seconds{extension_point=\"PostFilter\"}` ")
 	b.WriteString("and `scheduler_preemption_goroutines_duration_seconds{result=\"success\"}` over the measured phase of a run, ")
 	b.WriteString("interpolated within histogram buckets: the buckets grow by 2x (PostFilter from 0.1 ms up to 204.8 ms, so \">=205\" only says that the percentile is above the last bucket; the goroutine duration from 10 ms), so a ratio of 2x can be one bucket. ")
-	b.WriteString("Ratios divide medians by the baseline's: upstream, or the patched tree with the gate off for workloads upstream does not have. ")
+	b.WriteString("The ratio columns of the tables divide medians by the baseline's: upstream, or the patched tree with the gate off for workloads upstream does not have. ")
 	b.WriteString("How the workloads are chosen, and where the time goes (pprof), is in [docs/benchmarks.md](../docs/benchmarks.md).\n\n")
 
 	if len(r.Goals) > 0 {

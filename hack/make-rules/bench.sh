@@ -48,11 +48,19 @@
 # profiles are kept in _output/bench/run/profiles.
 # Each run is a process of its own (one workload of one variant: the
 # scheduler registers its metrics once per process, and no heap is carried
-# over). Every round runs each workload once per variant, the variants in a
-# rotated order (round 1: upstream, gate-off, gate-on; round 2: gate-off,
-# gate-on, upstream; ...), so that the noise of a shared machine spreads over
-# all of them; the report gives the median, minimum and maximum over the
-# rounds.
+# over). Every round runs each workload once per variant. By default
+# (BENCH_TOGETHER=1) the variants of a workload run at the same time, started
+# in a rotated order (round 1: upstream, gate-off, gate-on; round 2:
+# gate-off, gate-on, upstream; ...): a shared machine's speed changes from
+# second to second, and runs at the same time see the same machine, so that
+# the ratio of one round's runs holds where the ratio of runs one after the
+# other does not (on these 2 cores, the ratio of identical code spread with a
+# standard deviation of 1.6-2% over 5 rounds at the same time, 6-9% one after
+# the other; docs/benchmarks.md). Each run then shares the cores with the
+# others, so its absolute figures are those of a busier machine; the goals
+# are ratios. With BENCH_TOGETHER=0 the variants run one after the other, in
+# the same rotated order. The report gives the median, minimum and maximum
+# over the rounds, and decides each goal on the median of the rounds' ratios.
 #
 # The tree must carry exactly patches/kubernetes (`make apply`); a missing
 # tree is materialised and patched first. The scheduler_perf test binaries
@@ -61,6 +69,8 @@
 #
 # Knobs:
 #   BENCH_ROUNDS=5            rounds
+#   BENCH_TOGETHER=1          1: the variants of a workload run at the same
+#                             time in each round; 0: one after the other
 #   BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED, BENCH_PROTECTED_SCALE
 #                             workloads (defaults below; BENCH_PDB is a list,
 #                             BENCH_PROTECTED_SCALE may be empty)
@@ -72,6 +82,7 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 BENCH_ROUNDS="${BENCH_ROUNDS:-5}"
+BENCH_TOGETHER="${BENCH_TOGETHER:-1}"
 BENCH_BASIC="${BENCH_BASIC:-250Nodes_SyncPreemption=1000Nodes:initNodes=250,initPods=1000,measurePods=250@SchedulerAsyncPreemption=false}"
 BENCH_ASYNC="${BENCH_ASYNC:-500Nodes}"
 BENCH_PDB="${BENCH_PDB:-250Nodes=500Nodes:initNodes=250,pdbs=250,initPods=1000,measurePods=100 1000Nodes_50Pods=1000Nodes:measurePods=50}"
@@ -81,6 +92,7 @@ BENCH_PROTECTED_SCALE="${BENCH_PROTECTED_SCALE-1000Nodes_100Preemptors=1000Nodes
 BENCH_ARGS="${BENCH_ARGS:-}"
 BENCH_OUT="${BENCH_OUT:-${REPO_ROOT}/benchmarks}"
 [[ "${BENCH_ROUNDS}" =~ ^[1-9][0-9]*$ ]] || fatal "BENCH_ROUNDS must be a positive number, not '${BENCH_ROUNDS}'"
+[[ "${BENCH_TOGETHER}" =~ ^[01]$ ]] || fatal "BENCH_TOGETHER must be 1 (the variants of a workload at the same time) or 0 (one after the other), not '${BENCH_TOGETHER}'"
 [[ "${BENCH_VICTIM_REMOVAL}" =~ ^[0-9]+$ ]] || fatal "BENCH_VICTIM_REMOVAL must be a number of victims (0: none), not '${BENCH_VICTIM_REMOVAL}'"
 
 component::load kubernetes
@@ -207,6 +219,33 @@ if "${report_tool}" perf-works; then
   run_args=(-perf)
   instructions="perf stat -e instructions, of the whole run"
 fi
+# run_workload VARIANT TOPIC WORKLOAD ROUND: one run of the workload, in a
+# process of its own; its data go to ${RUN}/raw/VARIANT/round-ROUND.
+run_workload() {
+  local variant="$1" topic="$2" workload="$3" round="$4"
+  local name="${variant}-round-${round}-${workload//\//-}"
+  local data="${RUN}/data/${name}" pods start=${SECONDS}
+  mkdir -p "${data}" "${RUN}/logs/${name}" "${RUN}/raw/${variant}/round-${round}"
+  pods="$(awk -v w="${workload}" '$1 == w {print $2}' "${RUN}/configs/${variant}/${topic}/measured-pods")"
+  [[ -n "${pods}" ]] || fatal "no count of measured pods for ${workload} in ${RUN}/configs/${variant}/${topic}/measured-pods"
+  # benchreport run measures the CPU time of the measured phase, which
+  # -perf-cpuprofile marks with the creation and close of its profile.
+  if ! (cd "${RUN}/configs/${variant}/${topic}" &&
+    KUBE_CACHE_MUTATION_DETECTOR=false ARTIFACTS="${RUN}/logs/${name}" \
+      "${report_tool}" run -watch "${data}" -out "${RUN}/raw/${variant}/round-${round}/${workload//\//_}.cpu.json" \
+      -name "${workload}" -pods "${pods}" ${run_args[@]+"${run_args[@]}"} -- \
+      "$(binary_of "${variant}" "${topic}")" -test.run '^$' -test.bench "^BenchmarkPerfScheduling\$/^${workload%%/*}\$/^${workload#*/}\$" \
+      -test.benchtime 1x -test.timeout 60m -perf-scheduling-label-filter=bench -data-items-dir "${data}" \
+      -perf-cpuprofile ${extra_args[@]+"${extra_args[@]}"}) >"${RUN}/logs/${name}.log" 2>&1; then
+    fatal "round ${round}, ${variant}, ${workload} failed after $((SECONDS - start)) s: see ${RUN}/logs/${name}.log and ${RUN}/logs/${name}/"
+  fi
+  local results=("${data}"/BenchmarkPerfScheduling_benchmark_*.json)
+  [[ -f "${results[0]}" ]] || fatal "round ${round}, ${variant}, ${workload}: scheduler_perf wrote no results (${RUN}/logs/${name}.log)"
+  grep -q "^BenchmarkPerfScheduling/${workload}-" "${RUN}/logs/${name}.log" ||
+    fatal "round ${round}, ${variant}, ${workload}: the workload did not run (${RUN}/logs/${name}.log)"
+  mv "${results[0]}" "${RUN}/raw/${variant}/round-${round}/${workload//\//_}.json"
+}
+
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 date_start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 bench_start=${SECONDS}
@@ -221,32 +260,32 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
     mapfile -t sels < <(selections "${topic}")
     for sel in "${sels[@]}"; do
       workload="$(workload_of "${sel}")"
-      for variant in "${order[@]}"; do
-        runs "${variant}" "${topic}" || continue
-        name="${variant}-round-${round}-${workload//\//-}"
-        data="${RUN}/data/${name}"
-        mkdir -p "${data}" "${RUN}/logs/${name}" "${RUN}/raw/${variant}/round-${round}"
-        pods="$(awk -v w="${workload}" '$1 == w {print $2}' "${RUN}/configs/${variant}/${topic}/measured-pods")"
-        [[ -n "${pods}" ]] || fatal "no count of measured pods for ${workload} in ${RUN}/configs/${variant}/${topic}/measured-pods"
+      if [[ "${BENCH_TOGETHER}" == 1 ]]; then
+        # The variants of the workload at the same time, started in the
+        # round's order: each sees the same machine.
+        pids=()
+        names=()
         start=${SECONDS}
-        # benchreport run measures the CPU time of the measured phase, which
-        # -perf-cpuprofile marks with the creation and close of its profile.
-        if ! (cd "${RUN}/configs/${variant}/${topic}" &&
-          KUBE_CACHE_MUTATION_DETECTOR=false ARTIFACTS="${RUN}/logs/${name}" \
-            "${report_tool}" run -watch "${data}" -out "${RUN}/raw/${variant}/round-${round}/${workload//\//_}.cpu.json" \
-            -name "${workload}" -pods "${pods}" ${run_args[@]+"${run_args[@]}"} -- \
-            "$(binary_of "${variant}" "${topic}")" -test.run '^$' -test.bench "^BenchmarkPerfScheduling\$/^${workload%%/*}\$/^${workload#*/}\$" \
-            -test.benchtime 1x -test.timeout 60m -perf-scheduling-label-filter=bench -data-items-dir "${data}" \
-            -perf-cpuprofile ${extra_args[@]+"${extra_args[@]}"}) >"${RUN}/logs/${name}.log" 2>&1; then
-          fatal "round ${round}, ${variant}, ${workload} failed after $((SECONDS - start)) s: see ${RUN}/logs/${name}.log and ${RUN}/logs/${name}/"
-        fi
-        results=("${data}"/BenchmarkPerfScheduling_benchmark_*.json)
-        [[ -f "${results[0]}" ]] || fatal "round ${round}, ${variant}, ${workload}: scheduler_perf wrote no results (${RUN}/logs/${name}.log)"
-        grep -q "^BenchmarkPerfScheduling/${workload}-" "${RUN}/logs/${name}.log" ||
-          fatal "round ${round}, ${variant}, ${workload}: the workload did not run (${RUN}/logs/${name}.log)"
-        mv "${results[0]}" "${RUN}/raw/${variant}/round-${round}/${workload//\//_}.json"
-        log "round ${round}/${BENCH_ROUNDS}: ${variant} ${workload} in $((SECONDS - start)) s"
-      done
+        for variant in "${order[@]}"; do
+          runs "${variant}" "${topic}" || continue
+          run_workload "${variant}" "${topic}" "${workload}" "${round}" &
+          pids+=("$!")
+          names+=("${variant}")
+        done
+        failed=()
+        for i in "${!pids[@]}"; do
+          wait "${pids[${i}]}" || failed+=("${names[${i}]}")
+        done
+        ((${#failed[@]} == 0)) || fatal "round ${round}, ${workload}: ${failed[*]} failed (the variants ran at the same time; the others finished)"
+        log "round ${round}/${BENCH_ROUNDS}: ${names[*]} of ${workload} at the same time in $((SECONDS - start)) s"
+      else
+        for variant in "${order[@]}"; do
+          runs "${variant}" "${topic}" || continue
+          start=${SECONDS}
+          run_workload "${variant}" "${topic}" "${workload}" "${round}"
+          log "round ${round}/${BENCH_ROUNDS}: ${variant} ${workload} in $((SECONDS - start)) s"
+        done
+      fi
     done
   done
   if [[ "${BENCH_VICTIM_REMOVAL}" != "0" ]]; then
@@ -271,6 +310,12 @@ done
 log "CPU profiles of the measured phases in ${RUN}/profiles (go tool pprof -top <files>)"
 
 # --- report
+together_text="the variants of a workload one after the other, in the order"
+report_args=()
+if [[ "${BENCH_TOGETHER}" == 1 ]]; then
+  together_text="the variants of a workload at the same time, started in the order"
+  report_args=(-together)
+fi
 repo_commit="$(git -C "${REPO_ROOT}" rev-parse --short=12 HEAD)"
 [[ -z "$(git -C "${REPO_ROOT}" status --porcelain --untracked-files=no)" ]] || repo_commit+=" (with uncommitted edits)"
 describe_selections() {
@@ -281,7 +326,7 @@ describe_selections() {
 }
 meta=(
   -meta "date (UTC)=${date_start}, ${elapsed} s for the rounds ($((elapsed / 60)) min $((elapsed % 60)) s)"
-  -meta "command=make bench (BENCH_ROUNDS=${BENCH_ROUNDS}${BENCH_ARGS:+, BENCH_ARGS=${BENCH_ARGS}})"
+  -meta "command=make bench (BENCH_ROUNDS=${BENCH_ROUNDS}, BENCH_TOGETHER=${BENCH_TOGETHER}${BENCH_ARGS:+, BENCH_ARGS=${BENCH_ARGS}})"
   -meta "machine=$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr), $(go version | cut -d' ' -f3)"
   -meta "load average (1/5/15 min)=${load_start} at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end: the machine is shared, other builds may have run during the rounds"
   -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
@@ -289,10 +334,10 @@ meta=(
   -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
   -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload; PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
   -meta "CPU time=user + system time of the benchmark process and its descendants (etcd), read from /proc when scheduler_perf creates and closes the CPU profile of the measured phase (-perf-cpuprofile, on in every run), and from rusage for the whole run (hack/benchreport run); instructions: ${instructions}"
-  -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, variants interleaved in the order $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
+  -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, ${together_text} $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
 )
 mkdir -p "${BENCH_OUT}"
-"${report_tool}" report -raw "${RUN}/raw" -md "${RUN}/results.md" -json "${RUN}/results.json" "${meta[@]}" ||
+"${report_tool}" report ${report_args[@]+"${report_args[@]}"} -raw "${RUN}/raw" -md "${RUN}/results.md" -json "${RUN}/results.json" "${meta[@]}" ||
   fatal "writing the report failed"
 rm -rf "${BENCH_OUT}/raw"
 cp -r "${RUN}/raw" "${BENCH_OUT}/raw"

@@ -55,10 +55,12 @@
 # second to second, and runs at the same time see the same machine, so that
 # the ratio of one round's runs holds where the ratio of runs one after the
 # other does not (on these 2 cores, the ratio of identical code spread with a
-# standard deviation of 1.6-2% over 5 rounds at the same time, 6-9% one after
+# standard deviation of 1.6-2% over 5 rounds at the same time, 4-9% one after
 # the other; docs/benchmarks.md). Each run then shares the cores with the
 # others, so its absolute figures are those of a busier machine; the goals
-# are ratios. With BENCH_TOGETHER=0 the variants run one after the other, in
+# are ratios. This holds where the variants' measured phases overlap; a
+# phase of a few seconds that starts later than the others' runs on less
+# contended cores (PreemptionAsync; docs/benchmarks.md). With BENCH_TOGETHER=0 the variants run one after the other, in
 # the same rotated order. The report gives the median, minimum and maximum
 # over the rounds, and decides each goal on the median of the rounds' ratios.
 #

@@ -60,9 +60,10 @@
 # others, so its absolute figures are those of a busier machine; the goals
 # are ratios. This holds where the variants' measured phases overlap; a
 # phase of a few seconds that starts later than the others' runs on less
-# contended cores (PreemptionAsync; docs/benchmarks.md). With BENCH_TOGETHER=0 the variants run one after the other, in
-# the same rotated order. The report gives the median, minimum and maximum
-# over the rounds, and decides each goal on the median of the rounds' ratios.
+# contended cores (PreemptionAsync; docs/benchmarks.md). With
+# BENCH_TOGETHER=0 the variants run one after the other, in the same rotated
+# order. The report gives the median, minimum and maximum over the rounds,
+# and decides each goal on the median of the rounds' ratios.
 #
 # The tree must carry exactly patches/kubernetes (`make apply`); a missing
 # tree is materialised and patched first. The scheduler_perf test binaries

@@ -25,7 +25,7 @@ update: ## Rewrite every derived file from its source (hack/make-rules/update/: 
 	hack/make-rules/update/all.sh
 
 .PHONY: bench
-bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gate off/on (BENCH_ROUNDS=5); writes benchmarks/
+bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gate off/on at the same time (BENCH_ROUNDS=5, BENCH_TOGETHER=1); writes benchmarks/
 	hack/make-rules/bench.sh
 
 .PHONY: bench-postfilter

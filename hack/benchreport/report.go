@@ -136,7 +136,8 @@ type workloadResult struct {
 	// Variant -> measure key -> median of the variant / median of the baseline.
 	Ratios map[string]map[string]float64 `json:"ratios"`
 	// Variant -> measure key -> the ratios of the variant to the baseline
-	// in each round (the runs of one round are adjacent in time).
+	// in each round (the runs of one round ran at the same time, or one
+	// after the other: see report.Together). The goals are decided on them.
 	PairedRatios map[string]map[string]stats `json:"paired_ratios"`
 }
 
@@ -301,7 +302,7 @@ func buildReport(dir string) (*report, error) {
 						w.Ratios[variant][key] = s.Median / b.Median
 					}
 					// The ratio of each round, whose runs of the variants ran
-					// one after the other.
+					// together or one after the other.
 					var paired []float64
 					for _, round := range slices.Sorted(maps.Keys(values[name][variant][key])) {
 						if b, ok := values[name][w.Baseline][key][round]; ok && b != 0 {

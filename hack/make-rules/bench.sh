@@ -7,6 +7,10 @@
 #              _output/pristine/kubernetes
 #   gate-off   the patched tree, DisruptionPolicyInPriorityClass off
 #   gate-on    the patched tree, DisruptionPolicyInPriorityClass on
+# The patched variants run the in-process kube-apiserver with the gates of
+# kube-guard's clusters that change how it evicts (PATCHED_GATES below), as
+# BenchmarkVictimRemoval does; they change nothing of a DELETE, so only the
+# evictions of the gate on see them.
 # and writes benchmarks/results.md (tables, ratios to upstream, goals),
 # benchmarks/results.json (the same as data) and benchmarks/raw/ (the
 # DataItems files scheduler_perf wrote, <variant>/round-<n>/<topic>.json).
@@ -75,8 +79,10 @@
 #   BENCH_TOGETHER=1          1: the variants of a workload run at the same
 #                             time in each round; 0: one after the other
 #   BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED, BENCH_PROTECTED_SCALE
-#                             workloads (defaults below; BENCH_PDB is a list,
-#                             BENCH_PROTECTED_SCALE may be empty)
+#                             workloads (defaults below; BENCH_PDB is a list;
+#                             set empty, a knob runs none of its workloads,
+#                             e.g. BENCH_BASIC= BENCH_ASYNC= BENCH_PDB= for
+#                             the KEP-3280 workloads alone)
 #   BENCH_VICTIM_REMOVAL=400  victims per method of BenchmarkVictimRemoval,
 #                             run once per round (0: not run)
 #   BENCH_ARGS="..."          more flags for the scheduler_perf test binaries
@@ -86,10 +92,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 BENCH_ROUNDS="${BENCH_ROUNDS:-5}"
 BENCH_TOGETHER="${BENCH_TOGETHER:-1}"
-BENCH_BASIC="${BENCH_BASIC:-250Nodes_SyncPreemption=1000Nodes:initNodes=250,initPods=1000,measurePods=250@SchedulerAsyncPreemption=false}"
-BENCH_ASYNC="${BENCH_ASYNC:-500Nodes}"
-BENCH_PDB="${BENCH_PDB:-250Nodes=500Nodes:initNodes=250,pdbs=250,initPods=1000,measurePods=100 1000Nodes_50Pods=1000Nodes:measurePods=50}"
-BENCH_PROTECTED="${BENCH_PROTECTED:-100Nodes}"
+BENCH_BASIC="${BENCH_BASIC-250Nodes_SyncPreemption=1000Nodes:initNodes=250,initPods=1000,measurePods=250@SchedulerAsyncPreemption=false}"
+BENCH_ASYNC="${BENCH_ASYNC-500Nodes}"
+BENCH_PDB="${BENCH_PDB-250Nodes=500Nodes:initNodes=250,pdbs=250,initPods=1000,measurePods=100 1000Nodes_50Pods=1000Nodes:measurePods=50}"
+BENCH_PROTECTED="${BENCH_PROTECTED-100Nodes}"
 BENCH_VICTIM_REMOVAL="${BENCH_VICTIM_REMOVAL:-400}"
 BENCH_PROTECTED_SCALE="${BENCH_PROTECTED_SCALE-1000Nodes_100Preemptors=1000Nodes:preemptors=100}"
 BENCH_ARGS="${BENCH_ARGS:-}"
@@ -104,18 +110,25 @@ PERF=test/integration/scheduler_perf
 BENCH_DIR="${OUTPUT_DIR}/bench"
 RUN="${BENCH_DIR}/run"
 VARIANTS=(upstream gate-off gate-on)
+# PATCHED_GATES: the gates of kube-guard's clusters (hack/lib/gates.sh) that
+# change the kube-apiserver's eviction, set on every workload of the patched
+# variants: the eviction writes the budget's status to etcd, not through the
+# loopback client (patch 0025, alpha; its other gates, beta, are on by
+# default). The same as victimRemovalGates in test/integration.
+PATCHED_GATES=(EvictionWritesBudgetsToStorage=true)
 TOPICS=(default_preemption disruption_policy)
 
 # selections TOPIC: the workloads of TOPIC, one a line.
 selections() {
   case "$1" in
     default_preemption)
-      printf '%s\n' "PreemptionBasic/${BENCH_BASIC}" "PreemptionAsync/${BENCH_ASYNC}"
+      [[ -z "${BENCH_BASIC}" ]] || printf '%s\n' "PreemptionBasic/${BENCH_BASIC}"
+      [[ -z "${BENCH_ASYNC}" ]] || printf '%s\n' "PreemptionAsync/${BENCH_ASYNC}"
       local w
       for w in ${BENCH_PDB}; do printf '%s\n' "PreemptionPDB/${w}"; done
       ;;
     disruption_policy)
-      printf '%s\n' "PreemptionProtectedBelowThreshold/${BENCH_PROTECTED}" "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED}"
+      [[ -z "${BENCH_PROTECTED}" ]] || printf '%s\n' "PreemptionProtectedBelowThreshold/${BENCH_PROTECTED}" "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED}"
       [[ -z "${BENCH_PROTECTED_SCALE}" ]] || printf '%s\n' "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED_SCALE}"
       ;;
   esac
@@ -128,10 +141,13 @@ workload_of() {
   echo "${tc}/${rest%%=*}"
 }
 
-# runs VARIANT TOPIC: whether the variant runs the topic's workloads.
+# runs VARIANT TOPIC: whether the variant runs the topic's workloads (none
+# when the knobs select none of them).
 runs() {
-  [[ "$1" != upstream || "$2" != disruption_policy ]]
+  [[ "$1" != upstream || "$2" != disruption_policy ]] && [[ -n "$(selections "$2")" ]]
 }
+[[ -n "$(selections default_preemption)$(selections disruption_policy)" || "${BENCH_VICTIM_REMOVAL}" != 0 ]] ||
+  fatal "no workload selected: BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED and BENCH_PROTECTED_SCALE are empty and BENCH_VICTIM_REMOVAL is 0"
 
 tree_of() {
   if [[ "$1" == upstream ]]; then echo "${UPSTREAM_TREE}"; else echo "${COMPONENT_TREE}"; fi
@@ -186,6 +202,10 @@ for variant in "${VARIANTS[@]}"; do
     gate-off) gate="${GATE}=false" ;;
     gate-on) gate="${GATE}=true" ;;
   esac
+  gate_args=(-feature-gate "${gate}")
+  if [[ "${variant}" != upstream ]]; then
+    for g in "${PATCHED_GATES[@]}"; do gate_args+=(-feature-gate "${g}"); done
+  fi
   mkdir -p "${RUN}/configs/${variant}"
   cp -r "${tree}/${PERF}/templates" "${RUN}/configs/${variant}/templates"
   for topic in "${TOPICS[@]}"; do
@@ -208,7 +228,7 @@ for variant in "${VARIANTS[@]}"; do
     mapfile -t sels < <(selections "${topic}")
     "${report_tool}" config -in "${tree}/${PERF}/${topic}/performance-config.yaml" -out "${dir}/performance-config.yaml" \
       ${fallback[@]+"${fallback[@]}"} -pods-out "${dir}/measured-pods" \
-      -collect-metrics -feature-gate "${gate}" "${sels[@]}" || fatal "writing the ${variant} config of ${topic} failed"
+      -collect-metrics "${gate_args[@]}" "${sels[@]}" || fatal "writing the ${variant} config of ${topic} failed"
   done
 done
 
@@ -335,7 +355,7 @@ meta=(
   -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
   -meta "patched=$(component::series_files | wc -l) patches of patches/${COMPONENT_NAME} on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
   -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
-  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload; PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
+  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, and $(IFS=,; echo "${PATCHED_GATES[*]}") (the kube-apiserver's eviction of kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
   -meta "CPU time=user + system time of the benchmark process and its descendants (etcd), read from /proc when scheduler_perf creates and closes the CPU profile of the measured phase (-perf-cpuprofile, on in every run), and from rusage for the whole run (hack/benchreport run); instructions: ${instructions}"
   -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, ${together_text} $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
 )

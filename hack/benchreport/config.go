@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -125,13 +126,21 @@ func runConfig(args []string) error {
 	collect := fs.Bool("collect-metrics", false, "set the metricsCollectorConfig the report needs on every selected test case")
 	fallback := fs.String("fallback", "", "scheduler_perf config whose test cases are used for the selections SRC does not have (a workload the patches add, run by upstream too)")
 	podsOut := fs.String("pods-out", "", "file to write the number of measured pods of every selected workload to, a line \"TESTCASE/NAME COUNT\" each")
+	barrier := fs.String("barrier", "", "insert a barrier before the measured part of every selected workload: a CPU profile of this name (in the data items directory) started and stopped at once, then a sleep of -barrier-sleep, during which `run -barrier-dir` holds the process until the other runs of the round get there")
+	barrierSleep := fs.Duration("barrier-sleep", 3*time.Second, "the sleep after the barrier's profile")
 	var gates stringList
 	fs.Var(&gates, "feature-gate", "NAME=true|false sets a feature gate on every selected workload, NAME=unset removes it (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *in == "" || *out == "" || fs.NArg() == 0 {
-		return errors.New("usage: benchreport config -in SRC -out DST [-fallback SRC2] [-pods-out FILE] [-collect-metrics] [-feature-gate NAME=true|false|unset]... SELECTION...")
+		return errors.New("usage: benchreport config -in SRC -out DST [-fallback SRC2] [-pods-out FILE] [-collect-metrics] [-barrier FILE [-barrier-sleep DURATION]] [-feature-gate NAME=true|false|unset]... SELECTION...")
+	}
+	if *barrier != "" && (strings.HasSuffix(*barrier, cpuProfileSuffix) || strings.ContainsRune(*barrier, '/')) {
+		return fmt.Errorf("-barrier %q: want a file name without a directory, not ending in %s (the measured phase's profile)", *barrier, cpuProfileSuffix)
+	}
+	if *barrierSleep <= 0 {
+		return fmt.Errorf("-barrier-sleep %v: want a positive duration", *barrierSleep)
 	}
 	var sels []selection
 	for _, a := range fs.Args() {
@@ -162,7 +171,11 @@ func runConfig(args []string) error {
 			return fmt.Errorf("%s, %s: %w", *in, *fallback, err)
 		}
 	}
-	dst, err := generateConfig(src, sels, fgs, *collect)
+	var b *barrierOps
+	if *barrier != "" {
+		b = &barrierOps{File: *barrier, Sleep: *barrierSleep}
+	}
+	dst, err := generateConfig(src, sels, fgs, *collect, b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *in, err)
 	}
@@ -277,10 +290,60 @@ func opCount(op, params map[string]any) (int, error) {
 	return int(v), nil
 }
 
+// barrierOps are the operations `config -barrier` inserts before the
+// measured part of a workload: a CPU profile named File, started and
+// stopped at once (upstream's startCollectingProfile and
+// stopCollectingProfile: its close tells `run` that the setup is done),
+// then a sleep of Sleep, long enough for `run` to stop the process before
+// the sleep ends: a process held longer than Sleep finds the sleep over
+// when it continues, so that the runs `run` releases at once start their
+// measured parts at once.
+type barrierOps struct {
+	File  string
+	Sleep time.Duration
+}
+
+func (b *barrierOps) ops() []any {
+	return []any{
+		map[string]any{"opcode": "startCollectingProfile", "type": "CPU", "filePath": b.File},
+		map[string]any{"opcode": "stopCollectingProfile", "type": "CPU"},
+		map[string]any{"opcode": "sleep", "duration": b.Sleep.String()},
+	}
+}
+
+// insertBarrier returns ops with b's operations before the measured part:
+// before the first operation that collects metrics (createPods with
+// collectMetrics, startCollectingMetrics), and before the churn operations
+// right before it, which keep creating objects while the phase runs.
+func insertBarrier(ops []any, b *barrierOps) ([]any, error) {
+	at := -1
+	for i, op := range ops {
+		om, _ := op.(map[string]any)
+		if om["opcode"] == "startCollectingMetrics" || (om["opcode"] == "createPods" && om["collectMetrics"] == true) {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return nil, errors.New("no operation collects metrics: nowhere to put the barrier")
+	}
+	for at > 0 {
+		om, _ := ops[at-1].(map[string]any)
+		if om["opcode"] != "churn" {
+			break
+		}
+		at--
+	}
+	out := append([]any{}, ops[:at]...)
+	out = append(out, b.ops()...)
+	return append(out, ops[at:]...), nil
+}
+
 // generateConfig returns the test cases of src that sels select, each with
 // only the selected workloads, labelled benchLabel, without thresholds (the
-// machine is not upstream's CI), with the feature gates fgs applied.
-func generateConfig(src []byte, sels []selection, fgs []featureGate, collect bool) ([]byte, error) {
+// machine is not upstream's CI), with the feature gates fgs applied and,
+// where b is not nil, b's barrier inserted.
+func generateConfig(src []byte, sels []selection, fgs []featureGate, collect bool, b *barrierOps) ([]byte, error) {
 	var testCases []map[string]any
 	if err := yaml.Unmarshal(src, &testCases); err != nil {
 		return nil, err
@@ -334,6 +397,14 @@ func generateConfig(src []byte, sels []selection, fgs []featureGate, collect boo
 		}
 		for _, fg := range fgs {
 			applyFeatureGate(out, fg)
+		}
+		if b != nil {
+			ops, _ := out["workloadTemplate"].([]any)
+			withBarrier, err := insertBarrier(ops, b)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", tcName, err)
+			}
+			out["workloadTemplate"] = withBarrier
 		}
 		result = append(result, out)
 	}

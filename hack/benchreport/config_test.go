@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -45,7 +47,7 @@ func TestGenerateConfig(t *testing.T) {
 		{TestCase: "PreemptionProtected", Name: "200Nodes", Base: "200Nodes", Params: map[string]any{}},
 	}
 	off := false
-	out, err := generateConfig(src, sels, []featureGate{{Name: "DisruptionPolicyInPriorityClass", Value: &off}}, true)
+	out, err := generateConfig(src, sels, []featureGate{{Name: "DisruptionPolicyInPriorityClass", Value: &off}}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestGenerateConfig(t *testing.T) {
 	}
 
 	// unset removes the gate everywhere, for a binary that does not know it.
-	out, err = generateConfig(src, sels[1:], []featureGate{{Name: "DisruptionPolicyInPriorityClass"}}, false)
+	out, err = generateConfig(src, sels[1:], []featureGate{{Name: "DisruptionPolicyInPriorityClass"}}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestGenerateConfig(t *testing.T) {
 		{TestCase: "PreemptionBasic", Name: "x", Base: "42Nodes"},
 		{TestCase: "NoSuchCase", Name: "x", Base: "x"},
 	} {
-		if _, err := generateConfig(src, []selection{bad}, nil, false); err == nil {
+		if _, err := generateConfig(src, []selection{bad}, nil, false, nil); err == nil {
 			t.Errorf("generateConfig with %+v succeeded", bad)
 		}
 	}
@@ -173,5 +175,68 @@ func TestWithFallback(t *testing.T) {
 	}
 	if ws := tcs[0]["workloads"].([]any); ws[0].(map[string]any)["name"] != "x" {
 		t.Errorf("A was taken from the fallback: %v", ws)
+	}
+}
+
+func TestInsertBarrier(t *testing.T) {
+	b := &barrierOps{File: "barrier.prof", Sleep: 3 * time.Second}
+	op := func(opcode string, kv ...any) map[string]any {
+		m := map[string]any{"opcode": opcode}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	opcodes := func(ops []any) []string {
+		var s []string
+		for _, o := range ops {
+			s = append(s, o.(map[string]any)["opcode"].(string))
+		}
+		return s
+	}
+	for name, tc := range map[string]struct {
+		ops  []any
+		want []string
+	}{
+		// PreemptionAsync: the churn keeps creating preemptors during the
+		// measured phase, so the barrier goes before it.
+		"churn before the measured pods": {
+			ops:  []any{op("createNodes"), op("createPods"), op("churn"), op("createPods", "collectMetrics", true)},
+			want: []string{"createNodes", "createPods", "startCollectingProfile", "stopCollectingProfile", "sleep", "churn", "createPods"},
+		},
+		"startCollectingMetrics": {
+			ops:  []any{op("createNodes"), op("updateAny"), op("startCollectingMetrics"), op("createPods"), op("barrier"), op("stopCollectingMetrics")},
+			want: []string{"createNodes", "updateAny", "startCollectingProfile", "stopCollectingProfile", "sleep", "startCollectingMetrics", "createPods", "barrier", "stopCollectingMetrics"},
+		},
+		"only the first measured operation": {
+			ops:  []any{op("createPods", "collectMetrics", true), op("createPods", "collectMetrics", true)},
+			want: []string{"startCollectingProfile", "stopCollectingProfile", "sleep", "createPods", "createPods"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := insertBarrier(tc.ops, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(opcodes(got), tc.want) {
+				t.Errorf("got %v, want %v", opcodes(got), tc.want)
+			}
+			for _, o := range got {
+				m := o.(map[string]any)
+				switch m["opcode"] {
+				case "startCollectingProfile":
+					if m["filePath"] != "barrier.prof" || m["type"] != "CPU" {
+						t.Errorf("profile op %v", m)
+					}
+				case "sleep":
+					if m["duration"] != "3s" {
+						t.Errorf("sleep op %v", m)
+					}
+				}
+			}
+		})
+	}
+	if _, err := insertBarrier([]any{op("createNodes"), op("createPods")}, b); err == nil {
+		t.Error("a barrier was put in a workload that measures nothing")
 	}
 }

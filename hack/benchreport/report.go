@@ -53,6 +53,11 @@ type measure struct {
 	// Cap is the upper bound of the histogram's last finite bucket (0: none):
 	// a percentile there only says that it is at least that.
 	Cap float64
+	// NoRatio: the measure is no cost, its ratio to the baseline's says
+	// nothing (the tables show "-").
+	NoRatio bool
+	// Hidden: read to compute other measures, not shown.
+	Hidden bool
 }
 
 // extensionPointCap: scheduler_framework_extension_point_duration_seconds
@@ -77,6 +82,11 @@ var measures = []measure{
 	{Key: "apiserver_cpu_per_victim", Title: "kube-apiserver CPU per removed victim", Unit: "ms", Metric: metricVictimRemoval, Bucket: "APIServerPerVictim"},
 	{Key: "etcd_cpu_per_victim", Title: "etcd CPU per removed victim", Unit: "ms", Metric: metricVictimRemoval, Bucket: "EtcdPerVictim"},
 	{Key: "cpu_used", Title: "CPUs busy in the measured phase", Unit: "CPU-s/s", Metric: metricCPU, Bucket: "MeasuredPhaseCPUUsed"},
+	{Key: keyPhaseStart, Metric: metricCPU, Bucket: "MeasuredPhaseStart", Hidden: true},
+	// Computed from keyPhaseStart: the start of a run's measured phase
+	// minus that of the baseline's run of the same round.
+	{Key: keyPhaseStartOffset, Title: "measured phase's start after the baseline's in its round", Unit: "s", NoRatio: true},
+	{Key: "barrier_held", Title: "held at the barrier before the measured part", Unit: "s", Metric: metricCPU, Bucket: "BarrierHeld", NoRatio: true},
 	{Key: "throughput", Title: "scheduling throughput", Unit: "pods/s", HigherIsBetter: true, Metric: metricThroughput, Bucket: "Average"},
 	{Key: "duration", Title: "measured phase duration", Unit: "s", Metric: metricDuration, Bucket: "Duration"},
 	{Key: "postfilter_p50", Title: "PostFilter p50", Unit: "ms", Metric: metricExtension, Labels: map[string]string{"extension_point": "PostFilter"}, Bucket: "Perc50", Cap: extensionPointCap},
@@ -87,8 +97,24 @@ var measures = []measure{
 	{Key: "goroutine_p99", Title: "preemption goroutine p99", Unit: "ms", Metric: metricGoroutines, Labels: map[string]string{"result": "success"}, Bucket: "Perc99"},
 }
 
+const (
+	keyPhaseStart       = "phase_start"
+	keyPhaseStartOffset = "phase_start_offset"
+)
+
+// noRatio holds the keys of the measures with NoRatio.
+var noRatio = func() map[string]bool {
+	keys := map[string]bool{}
+	for _, m := range measures {
+		if m.NoRatio {
+			keys[m.Key] = true
+		}
+	}
+	return keys
+}()
+
 func (m measure) matches(item dataItem) bool {
-	if item.Labels["Metric"] != m.Metric {
+	if m.Metric == "" || item.Labels["Metric"] != m.Metric {
 		return false
 	}
 	for k, v := range m.Labels {
@@ -273,6 +299,28 @@ func buildReport(dir string) (*report, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		// The offsets of the measured phases' starts from the baseline's.
+		baseline := variantUpstream
+		if _, ok := values[name][variantUpstream]; !ok {
+			baseline = variantGateOff
+		}
+		for _, byMeasure := range values[name] {
+			starts, ok := byMeasure[keyPhaseStart]
+			if !ok {
+				continue
+			}
+			for round, start := range starts {
+				if base, ok := values[name][baseline][keyPhaseStart][round]; ok {
+					if byMeasure[keyPhaseStartOffset] == nil {
+						byMeasure[keyPhaseStartOffset] = map[int]float64{}
+					}
+					byMeasure[keyPhaseStartOffset][round] = start - base
+				}
+			}
+		}
+		for _, byMeasure := range values[name] {
+			delete(byMeasure, keyPhaseStart)
+		}
 		w := workloadResult{Name: name, Variants: map[string]map[string]stats{}, Ratios: map[string]map[string]float64{}, PairedRatios: map[string]map[string]stats{}}
 		for variant, byMeasure := range values[name] {
 			w.Variants[variant] = map[string]stats{}
@@ -285,16 +333,16 @@ func buildReport(dir string) (*report, error) {
 				w.Variants[variant][key] = newStats(v)
 			}
 		}
-		w.Baseline = variantUpstream
-		if _, ok := w.Variants[variantUpstream]; !ok {
-			w.Baseline = variantGateOff
-		}
+		w.Baseline = baseline
 		if base, ok := w.Variants[w.Baseline]; ok {
 			for variant, byMeasure := range w.Variants {
 				if variant == w.Baseline {
 					continue
 				}
 				for key, s := range byMeasure {
+					if noRatio[key] {
+						continue
+					}
 					if b, ok := base[key]; ok && b.N > 0 && b.Median != 0 && s.N > 0 {
 						if w.Ratios[variant] == nil {
 							w.Ratios[variant] = map[string]float64{}
@@ -462,7 +510,11 @@ func formatStats(s stats, limit float64) string {
 		}
 		return out
 	}
-	return fmt.Sprintf("%s [%s-%s]", f(s.Median), f(s.Min), f(s.Max))
+	sep := "-"
+	if s.Min < 0 {
+		sep = " to " // not "-0.10--0.05"
+	}
+	return fmt.Sprintf("%s [%s%s%s]", f(s.Median), f(s.Min), sep, f(s.Max))
 }
 
 func (r *report) markdown() string {
@@ -531,6 +583,9 @@ func (r *report) markdown() string {
 		}
 		b.WriteString("\n")
 		for _, m := range measures {
+			if m.Hidden {
+				continue
+			}
 			present := false
 			for _, v := range vs {
 				if w.Variants[v][m.Key].N > 0 {

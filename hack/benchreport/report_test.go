@@ -142,10 +142,23 @@ func TestBuildReport(t *testing.T) {
 		"| PreemptionProtectedBelowThreshold/200Nodes | gate on: CPU per measured pod <= 1.10x gate off | 1.10x (single rounds 1.03x-1.10x; medians 33.0 vs 31.0 ms: 1.06x) | yes |",
 		"| CPU per measured pod, measured phase (ms) | 21.0 [20.0-22.0] | 21.0 [20.0-21.5] | 23.0 [22.0-24.0] | 1.00x | 1.10x |",
 		"Runs: upstream 3, patched, gate off 3, patched, gate on 3.",
+		// Starts 1.8e9+1000*round (+0.05, -0.1, 0.2 gate off; 0, 0.3, -0.05
+		// gate on): no ratio, and no row for the hidden starts.
+		"| measured phase's start after the baseline's in its round (s) | 0.00 [0.00-0.00] | 0.05 [-0.10 to 0.20] | 0.00 [-0.05 to 0.30] | - | - |",
+		"| held at the barrier before the measured part (s) | 2.00 [1.00-3.00] | 2.00 [2.00-2.00] | 1.50 [0.50-2.50] | - | - |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+	if strings.Contains(md, "MeasuredPhaseStart") || strings.Contains(md, "1800001000") {
+		t.Errorf("markdown shows the phases' start times:\n%s", md)
+	}
+	if _, ok := basic.Ratios[variantGateOn][keyPhaseStartOffset]; ok {
+		t.Errorf("a ratio of the phase start offsets: %v", basic.Ratios[variantGateOn])
+	}
+	if _, ok := basic.PairedRatios[variantGateOn]["barrier_held"]; ok {
+		t.Errorf("paired ratios of the barrier's hold: %v", basic.PairedRatios[variantGateOn])
 	}
 	// How the variants of a round ran.
 	if !strings.Contains(md, "The variants of a workload ran one after the other in each round.") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,10 @@ import (
 // metricCPU is the Metric label of the data item `run` writes.
 const metricCPU = "CPUTime"
 
+// cpuProfileSuffix ends the name of the measured phase's CPU profile
+// (scheduler_perf's -perf-cpuprofile).
+const cpuProfileSuffix = "-cpu.prof"
+
 // runRun runs a scheduler_perf benchmark binary (with -perf-cpuprofile) and
 // measures the CPU time of its measured phase: scheduler_perf creates the
 // CPU profile file when it starts collecting metrics and closes it when it
@@ -31,6 +36,17 @@ const metricCPU = "CPUTime"
 // with -perf, the instructions of the whole run from `perf stat`. It writes
 // them as a scheduler_perf DataItems file, per measured pod, so that
 // `report` reads them with the other results.
+//
+// With -barrier, the runs of a round that run at the same time start their
+// measured parts at the same time: `config -barrier` puts a profile named
+// FILE and a sleep before each workload's measured part, and when the
+// benchmark closes that profile, `run` stops its process and descendants
+// (SIGSTOP), records its arrival in -barrier-dir and waits until the
+// -barrier-parties runs of the round have arrived (or left: a run whose
+// benchmark ends before the barrier says so), then continues it (SIGCONT)
+// together with the others, once the last arrival's sleep is over, so that
+// every sleep is over and no process waits for its own. A held process
+// uses no CPU; the wall-clock time of the whole run includes the hold.
 func runRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	watch := fs.String("watch", "", "directory in which the benchmark creates its CPU profile (*-cpu.prof, -perf-cpuprofile)")
@@ -38,11 +54,27 @@ func runRun(args []string) error {
 	name := fs.String("name", "", "workload, TESTCASE/NAME")
 	pods := fs.Int("pods", 0, "measured pods of the workload")
 	perf := fs.Bool("perf", false, "count the instructions of the whole run with perf stat -e instructions")
+	barrierFile := fs.String("barrier", "", "name of the barrier's profile in the -watch directory (config -barrier)")
+	barrierDir := fs.String("barrier-dir", "", "directory the runs of a round meet in")
+	barrierID := fs.String("barrier-id", "", "this run's name in -barrier-dir")
+	barrierParties := fs.Int("barrier-parties", 0, "how many runs meet in -barrier-dir, this one included")
+	barrierSleep := fs.Duration("barrier-sleep", 3*time.Second, "the sleep after the barrier's profile (config -barrier-sleep)")
+	barrierTimeout := fs.Duration("barrier-timeout", 30*time.Minute, "how long a run waits for the others before it continues alone")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *watch == "" || *out == "" || *name == "" || *pods <= 0 || fs.NArg() == 0 {
-		return errors.New("usage: benchreport run -watch DIR -out FILE -name TESTCASE/NAME -pods N [-perf] -- COMMAND [ARG]...")
+		return errors.New("usage: benchreport run -watch DIR -out FILE -name TESTCASE/NAME -pods N [-perf] [-barrier FILE -barrier-dir DIR -barrier-id ID -barrier-parties N [-barrier-sleep D] [-barrier-timeout D]] -- COMMAND [ARG]...")
+	}
+	var bar *barrier
+	if *barrierFile != "" {
+		if *barrierDir == "" || *barrierID == "" || strings.ContainsRune(*barrierID, '/') || *barrierParties <= 0 || *barrierSleep <= 0 || *barrierTimeout <= 0 {
+			return errors.New("-barrier needs -barrier-dir, -barrier-id (a file name), -barrier-parties > 0 and positive -barrier-sleep and -barrier-timeout")
+		}
+		if err := os.MkdirAll(*barrierDir, 0o755); err != nil {
+			return err
+		}
+		bar = &barrier{file: *barrierFile, dir: *barrierDir, id: *barrierID, parties: *barrierParties, sleep: *barrierSleep, timeout: *barrierTimeout}
 	}
 	command := fs.Args()
 	perfFile := ""
@@ -55,6 +87,7 @@ func runRun(args []string) error {
 	if err != nil {
 		return err
 	}
+	w.barrier = bar
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	start := time.Now()
@@ -64,6 +97,9 @@ func runRun(args []string) error {
 	go w.run(cmd.Process.Pid)
 	runErr := cmd.Wait()
 	wall := time.Since(start)
+	if bar != nil {
+		bar.leave()
+	}
 	if runErr != nil {
 		// The benchmark's own exit status, for bench.sh.
 		var exit *exec.ExitError
@@ -91,6 +127,16 @@ func runRun(args []string) error {
 		"ProcessWall":          wall.Seconds(),
 		"ProcessPerPod":        process.Seconds() * 1000 / n,
 		"MeasuredPhaseCPUUsed": phase.Seconds() / phaseWall.Seconds(),
+		// When the phase started, seconds since the epoch: runs at the
+		// same time can be compared.
+		"MeasuredPhaseStart": float64(w.startAt.UnixNano()) / 1e9,
+	}
+	if bar != nil {
+		held, err := bar.result()
+		if err != nil {
+			return err
+		}
+		data["BarrierHeld"] = held.Seconds()
 	}
 	if perfFile != "" {
 		if instructions, ok, err := readPerfInstructions(perfFile); err != nil {
@@ -117,6 +163,9 @@ func runRun(args []string) error {
 type profileWatcher struct {
 	dir string
 	fd  int
+	// barrier, if not nil, holds the process when the benchmark closes
+	// the barrier's profile.
+	barrier *barrier
 
 	mu               sync.Mutex
 	started, stopped bool
@@ -155,7 +204,11 @@ func (w *profileWatcher) run(pid int) {
 			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			name := strings.TrimRight(string(nameBytes), "\x00")
-			if !strings.HasSuffix(name, "-cpu.prof") {
+			if w.barrier != nil && name == w.barrier.file && ev.Mask&unix.IN_CLOSE_WRITE != 0 {
+				w.barrier.arrive(pid)
+				continue
+			}
+			if !strings.HasSuffix(name, cpuProfileSuffix) {
 				continue
 			}
 			cpu, err := procstat.TreeCPU(pid)
@@ -231,4 +284,163 @@ func perfInstructionsWork() bool {
 	}
 	_, ok, err := readPerfInstructions(f.Name())
 	return err == nil && ok
+}
+
+// barrier is the rendezvous of the runs of a round (runRun): each writes
+// a file named after itself to dir when its benchmark closes the barrier's
+// profile ("arrived <unix nanoseconds>"), or when its benchmark ended
+// without getting there ("left").
+type barrier struct {
+	file    string
+	dir, id string
+	parties int
+	sleep   time.Duration
+	timeout time.Duration
+
+	mu      sync.Mutex
+	arrived bool
+	done    chan struct{} // closed when the process is released
+	held    time.Duration
+	err     error
+}
+
+// arrive stops the process tree of pid, records the arrival and releases
+// the tree, in the background, once every party has arrived or left.
+func (b *barrier) arrive(pid int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.arrived {
+		return // the barrier's profile is closed once; ignore another
+	}
+	b.arrived = true
+	b.done = make(chan struct{})
+	at := time.Now()
+	tree, err := signalTree(pid, unix.SIGSTOP)
+	if err == nil {
+		err = b.record(fmt.Sprintf("arrived %d", at.UnixNano()))
+	}
+	if err != nil {
+		b.err = err
+		_, _ = signalTree(pid, unix.SIGCONT)
+		close(b.done)
+		return
+	}
+	go func() {
+		defer close(b.done)
+		release, err := b.wait(at)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchreport run: barrier %s: %v; continuing\n", b.dir, err)
+		}
+		time.Sleep(time.Until(release))
+		// Continue the processes stopped at arrival, and any they
+		// started meanwhile (none can: they were stopped).
+		for _, p := range tree {
+			_ = unix.Kill(p, unix.SIGCONT)
+		}
+		b.mu.Lock()
+		b.held = time.Since(at)
+		b.mu.Unlock()
+	}()
+}
+
+// wait returns when the process may continue: once every party has
+// arrived or left, the latest arrival plus the sleep (with a margin for
+// the other runs to notice), or at once after the timeout.
+func (b *barrier) wait(at time.Time) (time.Time, error) {
+	const poll = 20 * time.Millisecond
+	deadline := at.Add(b.timeout)
+	for {
+		latest, n, err := b.read()
+		if err != nil {
+			return time.Now(), err
+		}
+		if n >= b.parties {
+			return latest.Add(b.sleep + 5*poll), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Now(), fmt.Errorf("%d of %d runs got there in %v", n, b.parties, b.timeout)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// read returns the latest arrival and how many runs arrived or left.
+func (b *barrier) read() (time.Time, int, error) {
+	entries, err := os.ReadDir(b.dir)
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	var latest time.Time
+	n := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // being written
+		}
+		c, err := os.ReadFile(filepath.Join(b.dir, e.Name()))
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		n++
+		if ns, ok := strings.CutPrefix(strings.TrimSpace(string(c)), "arrived "); ok {
+			v, err := strconv.ParseInt(ns, 10, 64)
+			if err != nil {
+				return time.Time{}, 0, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			if t := time.Unix(0, v); t.After(latest) {
+				latest = t
+			}
+		}
+	}
+	return latest, n, nil
+}
+
+// record writes this run's file (through a hidden file and a rename, so
+// that no run reads it half written).
+func (b *barrier) record(content string) error {
+	tmp := filepath.Join(b.dir, "."+b.id)
+	if err := os.WriteFile(tmp, []byte(content+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(b.dir, b.id))
+}
+
+// leave records that the run ended without getting to the barrier, so
+// that the others do not wait for it.
+func (b *barrier) leave() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.arrived {
+		if err := b.record("left"); err != nil {
+			fmt.Fprintf(os.Stderr, "benchreport run: barrier %s: %v\n", b.dir, err)
+		}
+	}
+}
+
+// result returns how long the process was held, once it was released.
+func (b *barrier) result() (time.Duration, error) {
+	b.mu.Lock()
+	arrived, done := b.arrived, b.done
+	b.mu.Unlock()
+	if !arrived {
+		return 0, fmt.Errorf("the benchmark did not close the barrier's profile %s (is the config written with -barrier?)", b.file)
+	}
+	<-done
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held, b.err
+}
+
+// signalTree sends sig to process pid and its descendants, pid first, and
+// returns them.
+func signalTree(pid int, sig unix.Signal) ([]int, error) {
+	tree, err := procstat.Tree(pid)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range tree {
+		if err := unix.Kill(p, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+			return tree, fmt.Errorf("signal %v to process %d: %w", sig, p, err)
+		}
+	}
+	return tree, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,5 +81,103 @@ func TestReadPerfInstructions(t *testing.T) {
 		if err != nil || ok != (want >= 0) || (ok && got != want) {
 			t.Errorf("%q: got %v, %v, %v; want %v", content, got, ok, err, want)
 		}
+	}
+}
+
+// barrierScript creates and closes the barrier's profile after $2 seconds
+// of setup, sleeps $3 seconds as the config's sleep does, then runs a
+// measured phase of 0.2 s and lives on a little, as scheduler_perf does
+// after its measured phase (run reads the process's CPU time at the close).
+const barrierScript = `sleep "$2"
+exec 3>"$1/barrier.prof"
+exec 3>&-
+sleep "$3"
+exec 3>"$1/x-cpu.prof"
+sleep 0.2
+exec 3>&-
+sleep 0.5`
+
+func readCPUData(t *testing.T, file string) map[string]float64 {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items dataItems
+	if err := json.Unmarshal(b, &items); err != nil {
+		t.Fatal(err)
+	}
+	if len(items.DataItems) != 1 {
+		t.Fatalf("%s: %d data items", file, len(items.DataItems))
+	}
+	return items.DataItems[0].Data
+}
+
+// TestRunBarrierStartsThePhasesTogether runs two benchmarks whose setups
+// differ by 1.5 s through one barrier: their measured phases must start
+// together, the one that got there first held until the other's sleep was
+// over.
+func TestRunBarrierStartsThePhasesTogether(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	meet := t.TempDir()
+	setups := map[string]string{"fast": "0.1", "slow": "1.6"}
+	outs := map[string]string{}
+	errs := make(chan error, len(setups))
+	for id, setup := range setups {
+		dir := t.TempDir()
+		outs[id] = filepath.Join(t.TempDir(), "cpu.json")
+		go func() {
+			errs <- runRun([]string{"-watch", dir, "-out", outs[id], "-name", "Case/" + id, "-pods", "1",
+				"-barrier", "barrier.prof", "-barrier-dir", meet, "-barrier-id", id, "-barrier-parties", "2", "-barrier-sleep", "1s",
+				"--", "bash", "-c", barrierScript, "bash", dir, setup, "1"})
+		}()
+	}
+	for range setups {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	fast, slow := readCPUData(t, outs["fast"]), readCPUData(t, outs["slow"])
+	if d := math.Abs(fast["MeasuredPhaseStart"] - slow["MeasuredPhaseStart"]); d > 0.3 {
+		t.Errorf("the measured phases started %.2f s apart, want together (setups 1.5 s apart)", d)
+	}
+	// The fast run waited for the slow one's setup (1.5 s more) and sleep
+	// (1 s); the slow one for its own sleep.
+	if fast["BarrierHeld"] < 2.2 || slow["BarrierHeld"] < 0.9 || slow["BarrierHeld"] > fast["BarrierHeld"]-1 {
+		t.Errorf("held: the fast run %.2f s, the slow run %.2f s; want about 2.5 and 1", fast["BarrierHeld"], slow["BarrierHeld"])
+	}
+	if slow["MeasuredPhaseStart"]-slow["BarrierHeld"] < fast["MeasuredPhaseStart"]-fast["BarrierHeld"]+1.2 {
+		t.Errorf("the slow run arrived %.2f s after the fast one, want about 1.5", (slow["MeasuredPhaseStart"]-slow["BarrierHeld"])-(fast["MeasuredPhaseStart"]-fast["BarrierHeld"]))
+	}
+}
+
+// TestRunBarrierDoesNotWaitForARunThatLeft: a benchmark that ends before
+// the barrier lets the other continue long before the timeout, and its own
+// run fails.
+func TestRunBarrierDoesNotWaitForARunThatLeft(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	meet, dir := t.TempDir(), t.TempDir()
+	out := filepath.Join(t.TempDir(), "cpu.json")
+	barrierArgs := func(id string) []string {
+		return []string{"-barrier", "barrier.prof", "-barrier-dir", meet, "-barrier-id", id, "-barrier-parties", "2", "-barrier-sleep", "0.5s", "-barrier-timeout", "60s"}
+	}
+	errs := make(chan error, 1)
+	go func() {
+		args := append([]string{"-watch", dir, "-out", out, "-name", "Case/stays", "-pods", "1"}, barrierArgs("stays")...)
+		errs <- runRun(append(args, "--", "bash", "-c", barrierScript, "bash", dir, "0", "0.5"))
+	}()
+	args := append([]string{"-watch", t.TempDir(), "-out", filepath.Join(t.TempDir(), "cpu.json"), "-name", "Case/leaves", "-pods", "1"}, barrierArgs("leaves")...)
+	if err := runRun(append(args, "--", "bash", "-c", "sleep 0.5")); err == nil {
+		t.Error("a run whose benchmark never got to the barrier was measured")
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if held := readCPUData(t, out)["BarrierHeld"]; held > 10 {
+		t.Errorf("held %.1f s: the run waited for the one that left", held)
 	}
 }

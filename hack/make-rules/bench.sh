@@ -62,12 +62,21 @@
 # standard deviation of 1.6-2% over 5 rounds at the same time, 4-9% one after
 # the other; docs/benchmarks.md). Each run then shares the cores with the
 # others, so its absolute figures are those of a busier machine; the goals
-# are ratios. This holds where the variants' measured phases overlap; a
-# phase of a few seconds that starts later than the others' runs on less
-# contended cores (PreemptionAsync; docs/benchmarks.md). With
-# BENCH_TOGETHER=0 the variants run one after the other, in the same rotated
-# order. The report gives the median, minimum and maximum over the rounds,
-# and decides each goal on the median of the rounds' ratios.
+# are ratios. This holds where the variants' measured phases overlap, so the
+# runs of a round meet at a barrier at the end of their setups (the setups
+# take different times): each config has a CPU profile named
+# ${BARRIER_FILE}, started and stopped at once, and a sleep of
+# ${BARRIER_SLEEP} right before the workload's measured part, and
+# `benchreport run -barrier` stops each run's processes (SIGSTOP) when its
+# benchmark closes that profile, until every run of the round has got there,
+# then continues them all at once (held processes use no CPU; the report
+# shows how long each was held and how far apart the phases started). A
+# phase of a few seconds that started seconds after the others' ran on less
+# contended cores (PreemptionAsync before the barrier; docs/benchmarks.md).
+# With BENCH_TOGETHER=0 the variants run one after the other, in the same
+# rotated order, without the barrier. The report gives the median, minimum
+# and maximum over the rounds, and decides each goal on the median of the
+# rounds' ratios.
 #
 # The tree must carry exactly patches/kubernetes (`make apply`); a missing
 # tree is materialised and patched first. The scheduler_perf test binaries
@@ -117,6 +126,13 @@ VARIANTS=(upstream gate-off gate-on)
 # default). The same as victimRemovalGates in test/integration.
 PATCHED_GATES=(EvictionWritesBudgetsToStorage=true)
 TOPICS=(default_preemption disruption_policy)
+# The barrier before the measured part when the variants run at the same
+# time: the name of its profile in a run's data directory (not *-cpu.prof,
+# the measured phase's), and the sleep after it, during which benchreport
+# run stops the processes (it takes milliseconds; a process held longer than
+# the sleep continues at once when released).
+BARRIER_FILE=phase-barrier.prof
+BARRIER_SLEEP=3s
 
 # selections TOPIC: the workloads of TOPIC, one a line.
 selections() {
@@ -226,9 +242,13 @@ for variant in "${VARIANTS[@]}"; do
       fi
     fi
     mapfile -t sels < <(selections "${topic}")
+    barrier_args=()
+    if [[ "${BENCH_TOGETHER}" == 1 ]]; then
+      barrier_args=(-barrier "${BARRIER_FILE}" -barrier-sleep "${BARRIER_SLEEP}")
+    fi
     "${report_tool}" config -in "${tree}/${PERF}/${topic}/performance-config.yaml" -out "${dir}/performance-config.yaml" \
       ${fallback[@]+"${fallback[@]}"} -pods-out "${dir}/measured-pods" \
-      -collect-metrics "${gate_args[@]}" "${sels[@]}" || fatal "writing the ${variant} config of ${topic} failed"
+      -collect-metrics ${barrier_args[@]+"${barrier_args[@]}"} "${gate_args[@]}" "${sels[@]}" || fatal "writing the ${variant} config of ${topic} failed"
   done
 done
 
@@ -242,12 +262,18 @@ if "${report_tool}" perf-works; then
   run_args=(-perf)
   instructions="perf stat -e instructions, of the whole run"
 fi
-# run_workload VARIANT TOPIC WORKLOAD ROUND: one run of the workload, in a
-# process of its own; its data go to ${RUN}/raw/VARIANT/round-ROUND.
+# run_workload VARIANT TOPIC WORKLOAD ROUND [PARTIES]: one run of the
+# workload, in a process of its own; its data go to
+# ${RUN}/raw/VARIANT/round-ROUND. With PARTIES, it meets the other runs of
+# the round (PARTIES in all) at the barrier before the measured part.
 run_workload() {
-  local variant="$1" topic="$2" workload="$3" round="$4"
+  local variant="$1" topic="$2" workload="$3" round="$4" parties="${5:-}"
   local name="${variant}-round-${round}-${workload//\//-}"
-  local data="${RUN}/data/${name}" pods start=${SECONDS}
+  local data="${RUN}/data/${name}" pods start=${SECONDS} barrier=()
+  if [[ -n "${parties}" ]]; then
+    barrier=(-barrier "${BARRIER_FILE}" -barrier-sleep "${BARRIER_SLEEP}" -barrier-parties "${parties}"
+      -barrier-dir "${RUN}/barriers/round-${round}-${workload//\//-}" -barrier-id "${variant}")
+  fi
   mkdir -p "${data}" "${RUN}/logs/${name}" "${RUN}/raw/${variant}/round-${round}"
   pods="$(awk -v w="${workload}" '$1 == w {print $2}' "${RUN}/configs/${variant}/${topic}/measured-pods")"
   [[ -n "${pods}" ]] || fatal "no count of measured pods for ${workload} in ${RUN}/configs/${variant}/${topic}/measured-pods"
@@ -256,7 +282,7 @@ run_workload() {
   if ! (cd "${RUN}/configs/${variant}/${topic}" &&
     KUBE_CACHE_MUTATION_DETECTOR=false ARTIFACTS="${RUN}/logs/${name}" \
       "${report_tool}" run -watch "${data}" -out "${RUN}/raw/${variant}/round-${round}/${workload//\//_}.cpu.json" \
-      -name "${workload}" -pods "${pods}" ${run_args[@]+"${run_args[@]}"} -- \
+      -name "${workload}" -pods "${pods}" ${run_args[@]+"${run_args[@]}"} ${barrier[@]+"${barrier[@]}"} -- \
       "$(binary_of "${variant}" "${topic}")" -test.run '^$' -test.bench "^BenchmarkPerfScheduling\$/^${workload%%/*}\$/^${workload#*/}\$" \
       -test.benchtime 1x -test.timeout 60m -perf-scheduling-label-filter=bench -data-items-dir "${data}" \
       -perf-cpuprofile ${extra_args[@]+"${extra_args[@]}"}) >"${RUN}/logs/${name}.log" 2>&1; then
@@ -285,13 +311,18 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
       workload="$(workload_of "${sel}")"
       if [[ "${BENCH_TOGETHER}" == 1 ]]; then
         # The variants of the workload at the same time, started in the
-        # round's order: each sees the same machine.
+        # round's order, their measured parts started together at the
+        # barrier: each sees the same machine.
         pids=()
         names=()
         start=${SECONDS}
+        parties=0
+        for variant in "${order[@]}"; do
+          if runs "${variant}" "${topic}"; then parties=$((parties + 1)); fi
+        done
         for variant in "${order[@]}"; do
           runs "${variant}" "${topic}" || continue
-          run_workload "${variant}" "${topic}" "${workload}" "${round}" &
+          run_workload "${variant}" "${topic}" "${workload}" "${round}" "${parties}" &
           pids+=("$!")
           names+=("${variant}")
         done
@@ -326,7 +357,7 @@ done
 elapsed=$((SECONDS - bench_start))
 mkdir -p "${RUN}/profiles"
 for d in "${RUN}"/data/*/; do
-  for f in "${d}"*.prof; do
+  for f in "${d}"*-cpu.prof; do
     if [[ -f "${f}" ]]; then mv "${f}" "${RUN}/profiles/$(basename "${d}").prof"; fi
   done
 done
@@ -336,7 +367,7 @@ log "CPU profiles of the measured phases in ${RUN}/profiles (go tool pprof -top 
 together_text="the variants of a workload one after the other, in the order"
 report_args=()
 if [[ "${BENCH_TOGETHER}" == 1 ]]; then
-  together_text="the variants of a workload at the same time, started in the order"
+  together_text="the variants of a workload at the same time, their measured parts started together at a barrier after their setups (${BARRIER_SLEEP} sleep), the runs started in the order"
   report_args=(-together)
 fi
 repo_commit="$(git -C "${REPO_ROOT}" rev-parse --short=12 HEAD)"

@@ -71,9 +71,39 @@ func Read(pid int) (Stat, error) {
 // TreeCPU returns the CPU time of process pid and of all its living
 // descendants, plus that of the children they have waited for.
 func TreeCPU(pid int) (time.Duration, error) {
-	entries, err := os.ReadDir("/proc")
+	procs, err := scan(pid)
 	if err != nil {
 		return 0, err
+	}
+	var total time.Duration
+	for p, s := range procs {
+		if descends(procs, p, pid) {
+			total += s.Self + s.Children
+		}
+	}
+	return total, nil
+}
+
+// Tree returns process pid and its living descendants, pid first.
+func Tree(pid int) ([]int, error) {
+	procs, err := scan(pid)
+	if err != nil {
+		return nil, err
+	}
+	tree := []int{pid}
+	for p := range procs {
+		if p != pid && descends(procs, p, pid) {
+			tree = append(tree, p)
+		}
+	}
+	return tree, nil
+}
+
+// scan reads the stat of every process; pid must be one of them.
+func scan(pid int) (map[int]Stat, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
 	}
 	procs := map[int]Stat{}
 	for _, e := range entries {
@@ -86,24 +116,25 @@ func TreeCPU(pid int) (time.Duration, error) {
 			continue // gone
 		}
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		procs[p] = s
 	}
 	if _, ok := procs[pid]; !ok {
-		return 0, fmt.Errorf("process %d is gone", pid)
+		return nil, fmt.Errorf("process %d is gone", pid)
 	}
-	var total time.Duration
-	for p, s := range procs {
-		for q := p; q > 1; q = procs[q].PPID {
-			if q == pid {
-				total += s.Self + s.Children
-				break
-			}
-			if _, ok := procs[q]; !ok {
-				break
-			}
+	return procs, nil
+}
+
+// descends reports whether p is pid or one of its descendants.
+func descends(procs map[int]Stat, p, pid int) bool {
+	for q := p; q > 1; q = procs[q].PPID {
+		if q == pid {
+			return true
+		}
+		if _, ok := procs[q]; !ok {
+			return false
 		}
 	}
-	return total, nil
+	return false
 }

@@ -39,14 +39,15 @@ const cpuProfileSuffix = "-cpu.prof"
 //
 // With -barrier, the runs of a round that run at the same time start their
 // measured parts at the same time: `config -barrier` puts a profile named
-// FILE and a sleep before each workload's measured part, and when the
-// benchmark closes that profile, `run` stops its process and descendants
-// (SIGSTOP), records its arrival in -barrier-dir and waits until the
-// -barrier-parties runs of the round have arrived (or left: a run whose
-// benchmark ends before the barrier says so), then continues it (SIGCONT)
-// together with the others, once the last arrival's sleep is over, so that
-// every sleep is over and no process waits for its own. A held process
-// uses no CPU; the wall-clock time of the whole run includes the hold.
+// FILE and a sleep before each workload's measured part; when the
+// benchmark closes that profile, `run` records its arrival in -barrier-dir,
+// stops its process and descendants (SIGSTOP) a third of the sleep later,
+// in the sleep, and waits until the -barrier-parties runs of the round have
+// arrived (or left: a run whose benchmark ends before the barrier says so),
+// then continues it (SIGCONT) together with the others, once the last
+// arrival's sleep is over, so that every sleep is over and no process waits
+// for its own. A held process uses no CPU; the wall-clock time of the whole
+// run includes the hold.
 func runRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	watch := fs.String("watch", "", "directory in which the benchmark creates its CPU profile (*-cpu.prof, -perf-cpuprofile)")
@@ -304,47 +305,66 @@ type barrier struct {
 	err     error
 }
 
-// arrive stops the process tree of pid, records the arrival and releases
-// the tree, in the background, once every party has arrived or left.
+// arrive records the arrival (when the benchmark closed the barrier's
+// profile), stops the process tree of pid once it is in the sleep that
+// follows, and releases the tree, in the background, once every party has
+// arrived or left.
 func (b *barrier) arrive(pid int) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.arrived {
+		b.mu.Unlock()
 		return // the barrier's profile is closed once; ignore another
 	}
 	b.arrived = true
 	b.done = make(chan struct{})
+	b.mu.Unlock()
 	at := time.Now()
-	tree, err := signalTree(pid, unix.SIGSTOP)
-	if err == nil {
-		err = b.record(fmt.Sprintf("arrived %d", at.UnixNano()))
-	}
-	if err != nil {
-		b.err = err
-		_, _ = signalTree(pid, unix.SIGCONT)
-		close(b.done)
+	if err := b.record(fmt.Sprintf("arrived %d", at.UnixNano())); err != nil {
+		b.finish(0, err)
 		return
 	}
 	go func() {
-		defer close(b.done)
+		// Stopped at once, the process could be stopped before its sleep
+		// began (it closes the profile, logs, and starts the sleep): it
+		// would then sleep all of it after its release. A third of the
+		// sleep later it is sleeping, its sleep started before the release
+		// computed below.
+		time.Sleep(b.stopAfter())
+		tree, err := signalTree(pid, unix.SIGSTOP)
+		stopped := time.Now()
+		if err != nil {
+			_, _ = signalTree(pid, unix.SIGCONT)
+			b.finish(0, err)
+			return
+		}
 		release, err := b.wait(at)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchreport run: barrier %s: %v; continuing\n", b.dir, err)
 		}
 		time.Sleep(time.Until(release))
-		// Continue the processes stopped at arrival, and any they
-		// started meanwhile (none can: they were stopped).
+		// Continue the processes stopped, and any they started meanwhile
+		// (none can: they were stopped).
 		for _, p := range tree {
 			_ = unix.Kill(p, unix.SIGCONT)
 		}
-		b.mu.Lock()
-		b.held = time.Since(at)
-		b.mu.Unlock()
+		b.finish(time.Since(stopped), nil)
 	}()
 }
 
+// stopAfter is how long after its arrival a run's processes are stopped.
+func (b *barrier) stopAfter() time.Duration { return b.sleep / 3 }
+
+// finish records how long the process was held, or why it was not.
+func (b *barrier) finish(held time.Duration, err error) {
+	b.mu.Lock()
+	b.held, b.err = held, err
+	b.mu.Unlock()
+	close(b.done)
+}
+
 // wait returns when the process may continue: once every party has
-// arrived or left, the latest arrival plus the sleep (with a margin for
+// arrived or left, the latest arrival plus the sleep and a sixth of it
+// (the time from the profile's close to the start of the sleep, and for
 // the other runs to notice), or at once after the timeout.
 func (b *barrier) wait(at time.Time) (time.Time, error) {
 	const poll = 20 * time.Millisecond
@@ -355,7 +375,7 @@ func (b *barrier) wait(at time.Time) (time.Time, error) {
 			return time.Now(), err
 		}
 		if n >= b.parties {
-			return latest.Add(b.sleep + 5*poll), nil
+			return latest.Add(b.sleep + b.sleep/6), nil
 		}
 		if time.Now().After(deadline) {
 			return time.Now(), fmt.Errorf("%d of %d runs got there in %v", n, b.parties, b.timeout)

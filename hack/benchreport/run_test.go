@@ -85,12 +85,14 @@ func TestReadPerfInstructions(t *testing.T) {
 }
 
 // barrierScript creates and closes the barrier's profile after $2 seconds
-// of setup, sleeps $3 seconds as the config's sleep does, then runs a
+// of setup, works for $4 seconds (scheduler_perf logs and goes to its next
+// operation), sleeps $3 seconds as the config's sleep does, then runs a
 // measured phase of 0.2 s and lives on a little, as scheduler_perf does
 // after its measured phase (run reads the process's CPU time at the close).
 const barrierScript = `sleep "$2"
 exec 3>"$1/barrier.prof"
 exec 3>&-
+[ "$4" = 0 ] || timeout "$4" bash -c 'while :; do :; done' || true
 sleep "$3"
 exec 3>"$1/x-cpu.prof"
 sleep 0.2
@@ -116,13 +118,15 @@ func readCPUData(t *testing.T, file string) map[string]float64 {
 // TestRunBarrierStartsThePhasesTogether runs two benchmarks whose setups
 // differ by 1.5 s through one barrier: their measured phases must start
 // together, the one that got there first held until the other's sleep was
-// over.
+// over. The slow one works 0.2 s between the barrier's profile and its
+// sleep: stopped then, it would sleep all of it after the release.
 func TestRunBarrierStartsThePhasesTogether(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	meet := t.TempDir()
 	setups := map[string]string{"fast": "0.1", "slow": "1.6"}
+	gaps := map[string]string{"fast": "0", "slow": "0.2"}
 	outs := map[string]string{}
 	errs := make(chan error, len(setups))
 	for id, setup := range setups {
@@ -131,7 +135,7 @@ func TestRunBarrierStartsThePhasesTogether(t *testing.T) {
 		go func() {
 			errs <- runRun([]string{"-watch", dir, "-out", outs[id], "-name", "Case/" + id, "-pods", "1",
 				"-barrier", "barrier.prof", "-barrier-dir", meet, "-barrier-id", id, "-barrier-parties", "2", "-barrier-sleep", "1s",
-				"--", "bash", "-c", barrierScript, "bash", dir, setup, "1"})
+				"--", "bash", "-c", barrierScript, "bash", dir, setup, "1", gaps[id]})
 		}()
 	}
 	for range setups {
@@ -143,10 +147,11 @@ func TestRunBarrierStartsThePhasesTogether(t *testing.T) {
 	if d := math.Abs(fast["MeasuredPhaseStart"] - slow["MeasuredPhaseStart"]); d > 0.3 {
 		t.Errorf("the measured phases started %.2f s apart, want together (setups 1.5 s apart)", d)
 	}
-	// The fast run waited for the slow one's setup (1.5 s more) and sleep
-	// (1 s); the slow one for its own sleep.
-	if fast["BarrierHeld"] < 2.2 || slow["BarrierHeld"] < 0.9 || slow["BarrierHeld"] > fast["BarrierHeld"]-1 {
-		t.Errorf("held: the fast run %.2f s, the slow run %.2f s; want about 2.5 and 1", fast["BarrierHeld"], slow["BarrierHeld"])
+	// Each run is stopped a third of the sleep after its arrival and
+	// released at the slow one's arrival plus 7/6 of the sleep: the fast run
+	// is held about 1.5 + 7/6 - 1/3 s, the slow one 7/6 - 1/3 s.
+	if fast["BarrierHeld"] < 2.0 || fast["BarrierHeld"] > 3.5 || slow["BarrierHeld"] < 0.6 || slow["BarrierHeld"] > fast["BarrierHeld"]-1.2 {
+		t.Errorf("held: the fast run %.2f s, the slow run %.2f s; want about 2.3 and 0.8", fast["BarrierHeld"], slow["BarrierHeld"])
 	}
 	if slow["MeasuredPhaseStart"]-slow["BarrierHeld"] < fast["MeasuredPhaseStart"]-fast["BarrierHeld"]+1.2 {
 		t.Errorf("the slow run arrived %.2f s after the fast one, want about 1.5", (slow["MeasuredPhaseStart"]-slow["BarrierHeld"])-(fast["MeasuredPhaseStart"]-fast["BarrierHeld"]))
@@ -168,7 +173,7 @@ func TestRunBarrierDoesNotWaitForARunThatLeft(t *testing.T) {
 	errs := make(chan error, 1)
 	go func() {
 		args := append([]string{"-watch", dir, "-out", out, "-name", "Case/stays", "-pods", "1"}, barrierArgs("stays")...)
-		errs <- runRun(append(args, "--", "bash", "-c", barrierScript, "bash", dir, "0", "0.5"))
+		errs <- runRun(append(args, "--", "bash", "-c", barrierScript, "bash", dir, "0", "0.5", "0"))
 	}()
 	args := append([]string{"-watch", t.TempDir(), "-out", filepath.Join(t.TempDir(), "cpu.json"), "-name", "Case/leaves", "-pods", "1"}, barrierArgs("leaves")...)
 	if err := runRun(append(args, "--", "bash", "-c", "sleep 0.5")); err == nil {

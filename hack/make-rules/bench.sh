@@ -67,9 +67,9 @@
 # take different times): each config has a CPU profile named
 # ${BARRIER_FILE}, started and stopped at once, and a sleep of
 # ${BARRIER_SLEEP} right before the workload's measured part, and
-# `benchreport run -barrier` stops each run's processes (SIGSTOP) when its
-# benchmark closes that profile, until every run of the round has got there,
-# then continues them all at once (held processes use no CPU; the report
+# `benchreport run -barrier` stops each run's processes (SIGSTOP) in that
+# sleep, after its benchmark closed the profile, until every run of the
+# round has got there, then continues them all at once (held processes use no CPU; the report
 # shows how long each was held and how far apart the phases started). A
 # phase of a few seconds that started seconds after the others' ran on less
 # contended cores (PreemptionAsync before the barrier; docs/benchmarks.md).
@@ -128,9 +128,10 @@ PATCHED_GATES=(EvictionWritesBudgetsToStorage=true)
 TOPICS=(default_preemption disruption_policy)
 # The barrier before the measured part when the variants run at the same
 # time: the name of its profile in a run's data directory (not *-cpu.prof,
-# the measured phase's), and the sleep after it, during which benchreport
-# run stops the processes (it takes milliseconds; a process held longer than
-# the sleep continues at once when released).
+# the measured phase's), and the sleep after it, in which benchreport run
+# stops the processes (a third of it after the profile's close, so that
+# the sleep has begun; a process held past the end of its sleep continues
+# at once when released).
 BARRIER_FILE=phase-barrier.prof
 BARRIER_SLEEP=3s
 

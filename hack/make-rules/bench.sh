@@ -28,7 +28,14 @@
 #     the victims inside PostFilter, so its latency includes DELETE or
 #     eviction. PreemptionAsync's measured pods do not preempt (the churned
 #     preemptors do, asynchronously), so the preemption goroutine latency
-#     comes from there.
+#     comes from there. It runs on 1000 nodes (upstream's 500Nodes with
+#     twice the nodes and low-priority pods, the same 500 measured pods):
+#     the churn creates a preemptor every 200 ms, and once the preemptors
+#     have taken enough nodes that a node holds two measured pods, they
+#     preempt measured pods, which are never recreated, and the phase never
+#     ends. On 500 nodes that took a phase of about 25 s, which three runs
+#     at once on these two cores reach (a run stalled 10 minutes); on 1000
+#     nodes it takes twice as many preemptors.
 #   default_preemption/PreemptionPDB: PreemptionBasic with a
 #     PodDisruptionBudget for every four victims (patch 0001, which converts
 #     their selectors once per preemption attempt); it uses only upstream's
@@ -102,7 +109,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 BENCH_ROUNDS="${BENCH_ROUNDS:-5}"
 BENCH_TOGETHER="${BENCH_TOGETHER:-1}"
 BENCH_BASIC="${BENCH_BASIC-250Nodes_SyncPreemption=1000Nodes:initNodes=250,initPods=1000,measurePods=250@SchedulerAsyncPreemption=false}"
-BENCH_ASYNC="${BENCH_ASYNC-500Nodes}"
+BENCH_ASYNC="${BENCH_ASYNC-1000Nodes_500Pods=500Nodes:initNodes=1000,initPods=4000}"
 BENCH_PDB="${BENCH_PDB-250Nodes=500Nodes:initNodes=250,pdbs=250,initPods=1000,measurePods=100 1000Nodes_50Pods=1000Nodes:measurePods=50}"
 BENCH_PROTECTED="${BENCH_PROTECTED-100Nodes}"
 BENCH_VICTIM_REMOVAL="${BENCH_VICTIM_REMOVAL:-400}"

@@ -28,18 +28,7 @@ sleep 0.5`
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items dataItems
-	if err := json.Unmarshal(b, &items); err != nil {
-		t.Fatal(err)
-	}
-	if len(items.DataItems) != 1 {
-		t.Fatalf("got %d data items", len(items.DataItems))
-	}
-	item := items.DataItems[0]
+	item := readCPUItem(t, out)
 	if item.Labels["Metric"] != metricCPU || workloadName(item.Labels["Name"]) != "Case/Workload" {
 		t.Errorf("labels %v", item.Labels)
 	}
@@ -99,7 +88,8 @@ sleep 0.2
 exec 3>&-
 sleep 0.5`
 
-func readCPUData(t *testing.T, file string) map[string]float64 {
+// readCPUItem returns the one data item of a file `run` wrote.
+func readCPUItem(t *testing.T, file string) dataItem {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -112,7 +102,7 @@ func readCPUData(t *testing.T, file string) map[string]float64 {
 	if len(items.DataItems) != 1 {
 		t.Fatalf("%s: %d data items", file, len(items.DataItems))
 	}
-	return items.DataItems[0].Data
+	return items.DataItems[0]
 }
 
 // TestRunBarrierStartsThePhasesTogether runs two benchmarks whose setups
@@ -143,7 +133,7 @@ func TestRunBarrierStartsThePhasesTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fast, slow := readCPUData(t, outs["fast"]), readCPUData(t, outs["slow"])
+	fast, slow := readCPUItem(t, outs["fast"]).Data, readCPUItem(t, outs["slow"]).Data
 	if d := math.Abs(fast["MeasuredPhaseStart"] - slow["MeasuredPhaseStart"]); d > 0.3 {
 		t.Errorf("the measured phases started %.2f s apart, want together (setups 1.5 s apart)", d)
 	}
@@ -182,7 +172,7 @@ func TestRunBarrierDoesNotWaitForARunThatLeft(t *testing.T) {
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
-	if held := readCPUData(t, out)["BarrierHeld"]; held > 10 {
+	if held := readCPUItem(t, out).Data["BarrierHeld"]; held > 10 {
 		t.Errorf("held %.1f s: the run waited for the one that left", held)
 	}
 }

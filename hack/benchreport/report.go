@@ -70,8 +70,9 @@ const (
 	metricExtension  = "scheduler_framework_extension_point_duration_seconds"
 	metricGoroutines = "scheduler_preemption_goroutines_duration_seconds"
 	// metricVictimRemoval: BenchmarkVictimRemoval (test/integration), the
-	// CPU time per victim of the kube-apiserver and etcd processes, gate off
-	// (DELETE) and gate on (eviction).
+	// CPU time per victim of the kube-apiserver and etcd processes, the
+	// kube-apiserver's requests to etcd and the wall time per victim, gate
+	// off (DELETE) and gate on (eviction).
 	metricVictimRemoval = "VictimRemovalCPU"
 )
 
@@ -81,6 +82,8 @@ var measures = []measure{
 	{Key: "instructions_per_pod", Title: "instructions per measured pod, whole run", Unit: "count", Metric: metricCPU, Bucket: "InstructionsPerPod"},
 	{Key: "apiserver_cpu_per_victim", Title: "kube-apiserver CPU per removed victim", Unit: "ms", Metric: metricVictimRemoval, Bucket: "APIServerPerVictim"},
 	{Key: "etcd_cpu_per_victim", Title: "etcd CPU per removed victim", Unit: "ms", Metric: metricVictimRemoval, Bucket: "EtcdPerVictim"},
+	{Key: "etcd_requests_per_victim", Title: "kube-apiserver's requests to etcd per removed victim", Unit: "count", Metric: metricVictimRemoval, Bucket: "EtcdRequestsPerVictim"},
+	{Key: "time_per_victim", Title: "time per removed victim, one removal at a time", Unit: "ms", Metric: metricVictimRemoval, Bucket: "TimePerVictim"},
 	{Key: "cpu_used", Title: "CPUs busy in the measured phase", Unit: "CPU-s/s", Metric: metricCPU, Bucket: "MeasuredPhaseCPUUsed"},
 	{Key: keyPhaseStart, Metric: metricCPU, Bucket: "MeasuredPhaseStart", Hidden: true},
 	// Computed from keyPhaseStart: the start of a run's measured phase
@@ -533,7 +536,7 @@ func (r *report) markdown() string {
 	b.WriteString("the CPU per measured pod is the user and system time of the benchmark process and its descendants (etcd) during the measured phase, ")
 	b.WriteString("read from /proc when scheduler_perf creates and closes the phase's CPU profile, divided by the pods the phase measures ")
 	b.WriteString("(whole run: rusage of the process, setup included); the kube-apiserver and etcd CPU per removed victim comes from BenchmarkVictimRemoval (test/integration), with the kube-apiserver's gates of kube-guard's clusters (EvictionWritesBudgetsToStorage on), ")
-	b.WriteString("the same processes deleting (gate off) or evicting (gate on) running victims four to a PodDisruptionBudget, all the victims and budgets of a method in one namespace, the methods taking turns of an eighth of their victims each, with a client that is not rate-limited. ")
+	b.WriteString("the same processes deleting (gate off) or evicting (gate on) running victims four to a PodDisruptionBudget, all the victims and budgets of a method in one namespace, the methods taking turns of an eighth of their victims each, with a client that is not rate-limited; the same benchmark counts the kube-apiserver's requests to etcd (etcd_requests_total, read before and after each turn) and the wall time per victim, the removals sent one at a time. ")
 	if r.Together {
 		b.WriteString("The variants of a workload ran at the same time in each round, each a process of its own, so that they shared the machine's state of the moment (and its cores: each run's figures are those of a busier machine than one run alone would have). ")
 	} else {

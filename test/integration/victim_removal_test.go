@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/metrics/testutil"
 
 	"kube-guard/test/util/controlplane"
 	"kube-guard/test/util/procstat"
@@ -111,7 +115,12 @@ func evict(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error {
 // /proc, so the figure is the processes' work, whatever else the machine
 // does. The methods take turns (see benchmarkVictimRemoval), so that each
 // sees the same processes, at the same age. ns/op is the wall time of the
-// removal of one victim by each method, one after the other:
+// removal of one victim by each method, one after the other, and
+// <method>-ms/victim that of one method (the requests are sequential: the
+// time a removal takes, on an otherwise idle kube-apiserver);
+// <method>-etcd-requests/victim counts the kube-apiserver's requests to etcd
+// (etcd_requests_total, read before and after each turn; the log has them
+// by operation and resource), the round trips a removal waits for:
 //
 //	go test ./test/integration -run '^$' -bench BenchmarkVictimRemoval -benchtime 400x
 //
@@ -184,20 +193,25 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 	}
 	api := make([]time.Duration, len(removals))
 	etcd := make([]time.Duration, len(removals))
+	wall := make([]time.Duration, len(removals))
+	requests := make([]map[string]float64, len(removals))
 	for turn := 0; turn < turns; turn++ {
 		from, to := turn*b.N/turns, (turn+1)*b.N/turns
 		for j := range removals {
 			i := (turn + j) % len(removals)
+			requestsBefore := etcdRequests(ctx, b, c)
 			apiBefore, err := procstat.Read(s.PID)
 			require.NoError(b, err)
 			etcdBefore, err := procstat.Read(s.EtcdPID)
 			require.NoError(b, err)
 			b.StartTimer()
+			start := time.Now()
 			for _, pod := range victims[i][from:to] {
 				if err := removals[i].remove(ctx, c, pod); err != nil {
 					b.Fatalf("%s %s: %v", removals[i].name, pod.Name, err)
 				}
 			}
+			wall[i] += time.Since(start)
 			b.StopTimer()
 			apiAfter, err := procstat.Read(s.PID)
 			require.NoError(b, err)
@@ -205,6 +219,14 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 			require.NoError(b, err)
 			api[i] += apiAfter.Self - apiBefore.Self
 			etcd[i] += etcdAfter.Self - etcdBefore.Self
+			if requests[i] == nil {
+				requests[i] = map[string]float64{}
+			}
+			for key, count := range etcdRequests(ctx, b, c) {
+				if d := count - requestsBefore[key]; d != 0 {
+					requests[i][key] += d
+				}
+			}
 		}
 	}
 
@@ -217,8 +239,22 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 		etcdPerVictim := float64(etcd[i]) / float64(time.Millisecond) / n
 		b.ReportMetric(apiPerVictim, r.name+"-apiserver-cpu-ms/victim")
 		b.ReportMetric(etcdPerVictim, r.name+"-etcd-cpu-ms/victim")
+		b.ReportMetric(float64(wall[i])/float64(time.Millisecond)/n, r.name+"-ms/victim")
+		total := 0.0
+		var perVictim []string
+		for _, key := range slices.Sorted(maps.Keys(requests[i])) {
+			total += requests[i][key]
+			perVictim = append(perVictim, fmt.Sprintf("%s %.2f", key, requests[i][key]/n))
+		}
+		b.ReportMetric(total/n, r.name+"-etcd-requests/victim")
+		b.Logf("%s: etcd requests per victim, by operation and resource: %s", r.name, strings.Join(perVictim, ", "))
 		if out != "" && b.N > 1 && r.variant != "" {
-			writeVictimRemoval(b, filepath.Join(out, r.variant+".json"), b.N, apiPerVictim, etcdPerVictim)
+			writeVictimRemoval(b, filepath.Join(out, r.variant+".json"), b.N, map[string]float64{
+				"APIServerPerVictim":    apiPerVictim,
+				"EtcdPerVictim":         etcdPerVictim,
+				"EtcdRequestsPerVictim": total / n,
+				"TimePerVictim":         float64(wall[i]) / float64(time.Millisecond) / n,
+			})
 		}
 	}
 	if profileDir != "" && b.N > 1 {
@@ -279,6 +315,21 @@ func profileRemoval(ctx context.Context, b *testing.B, c kubernetes.Interface, r
 	b.Fatalf("%s: the %d victims were removed before the %s profile ended", r.name, len(pods), profileWindow)
 }
 
+// etcdRequests returns the kube-apiserver's requests to etcd so far
+// (etcd_requests_total), by operation and resource ("get pods").
+func etcdRequests(ctx context.Context, b testing.TB, c kubernetes.Interface) map[string]float64 {
+	b.Helper()
+	body, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	require.NoError(b, err)
+	all := testutil.NewMetrics()
+	require.NoError(b, testutil.ParseMetrics(string(body), &all))
+	requests := map[string]float64{}
+	for _, sample := range all["etcd_requests_total"] {
+		requests[string(sample.Metric["operation"])+" "+string(sample.Metric["resource"])] += float64(sample.Value)
+	}
+	return requests
+}
+
 // createVictims creates n running, ready pods in ns, bound to a node, four
 // per PodDisruptionBudget allowing four disruptions (the status the
 // disruption controller would compute: no controller runs here).
@@ -318,19 +369,21 @@ func createVictims(ctx context.Context, b testing.TB, c kubernetes.Interface, ns
 	return pods
 }
 
-// writeVictimRemoval writes the result as a scheduler_perf DataItems file,
-// workload VictimRemoval/ProtectedVictim.
-func writeVictimRemoval(b *testing.B, file string, n int, apiPerVictim, etcdPerVictim float64) {
+// writeVictimRemoval writes data, the result of one method, as a
+// scheduler_perf DataItems file, workload VictimRemoval/ProtectedVictim (the
+// unit is that of the CPU times; the report knows the others).
+func writeVictimRemoval(b *testing.B, file string, n int, data map[string]float64) {
 	b.Helper()
+	data["Victims"] = float64(n)
 	items := map[string]any{
 		"version": "v1",
 		"dataItems": []any{map[string]any{
-			"data":   map[string]float64{"APIServerPerVictim": apiPerVictim, "EtcdPerVictim": etcdPerVictim, "Victims": float64(n)},
+			"data":   data,
 			"unit":   "ms",
 			"labels": map[string]string{"Metric": "VictimRemovalCPU", "Name": "VictimRemoval/ProtectedVictim/cpu"},
 		}},
 	}
-	data, err := json.MarshalIndent(items, "", "  ")
+	encoded, err := json.MarshalIndent(items, "", "  ")
 	require.NoError(b, err)
-	require.NoError(b, os.WriteFile(file, append(data, '\n'), 0o644))
+	require.NoError(b, os.WriteFile(file, append(encoded, '\n'), 0o644))
 }

@@ -44,7 +44,7 @@
 #     cost grows; upstream's dry run of one attempt at 1000 nodes takes
 #     seconds, hence only 50 measured pods there.
 #   disruption_policy/PreemptionProtected{Below,Above}Threshold: KEP-3280's
-#     (patch 0013); upstream does not have them (nor the pod field and the
+#     (patch 0017); upstream does not have them (nor the pod field and the
 #     gate they use), so only gate-off and gate-on run them, and their ratios
 #     are gate on / gate off. Above the threshold also at 1000 nodes and 1000
 #     budgets, with 100 preemptors (below it, the workload's check needs
@@ -129,7 +129,7 @@ VARIANTS=(upstream gate-off gate-on)
 # PATCHED_GATES: the gates of kube-guard's clusters (hack/lib/gates.sh) that
 # change the kube-apiserver's eviction, set on every workload of the patched
 # variants: the eviction writes the budget's status to etcd, not through the
-# loopback client (patch 0025, alpha; its other gates, beta, are on by
+# loopback client (patch 0028, alpha; its other gates, beta, are on by
 # default). The same as victimRemovalGates in test/integration.
 PATCHED_GATES=(EvictionWritesBudgetsToStorage=true)
 TOPICS=(default_preemption disruption_policy)

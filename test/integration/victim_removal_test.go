@@ -51,10 +51,11 @@ var removals = []removal{
 		},
 	},
 	{
-		// The gate on before patch 0012 stopped setting the scheduler's
-		// condition on victims it evicts: the DisruptionTarget patch, then
-		// the eviction, which replaces the condition with its own. Not in
-		// the bench report (no variant); for comparison with -bench.
+		// The gate on before patch 0014 (the KEP-3280 executor) stopped
+		// setting the scheduler's condition on victims it evicts: the
+		// DisruptionTarget patch, then the eviction, which replaces the
+		// condition with its own. Not in the bench report (no variant);
+		// for comparison with -bench.
 		name: "patch-then-evict",
 		remove: func(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error {
 			if err := patchDisruptionTarget(ctx, c, pod); err != nil {

@@ -36,3 +36,79 @@ kind::kind() {
 kind::exists() {
   kind::kind get clusters 2>/dev/null | grep -qx "${KIND_NAME}"
 }
+
+# kind::node_containers: the cluster's node containers that docker still
+# has, running or not: "NAME STATE", one a line.
+kind::node_containers() {
+  docker ps --all --filter "label=io.x-k8s.kind.cluster=${KIND_NAME}" --format '{{.Names}} {{.State}}'
+}
+
+# kind::stop_nodes: stops the kubelet and containerd in every running node,
+# each for at most KIND_STOP_TIMEOUT seconds (default 60), so that no pod
+# container is being started or torn down by a node's containerd while kind
+# deletes the node; a node that cannot be stopped is said and left to kind.
+kind::stop_nodes() {
+  local name state
+  while read -r name state; do
+    [[ "${state}" == "running" ]] || continue
+    timeout "${KIND_STOP_TIMEOUT:-60}" docker exec "${name}" systemctl stop kubelet containerd >/dev/null 2>&1 ||
+      log "could not stop the kubelet and containerd in ${name} (kind deletes it anyway)"
+  done < <(kind::node_containers)
+}
+
+# kind::stuck_processes NAME: the processes of container NAME, as the host
+# sees them, that are in uninterruptible sleep (state D): "PID COMMAND", one
+# a line. A container with such a process cannot be killed until the kernel
+# lets the process go.
+kind::stuck_processes() {
+  local id pid
+  id="$(docker inspect --format '{{.Id}}' "$1" 2>/dev/null)" || return 0
+  [[ -n "${id}" ]] || return 0
+  for pid in /proc/[0-9]*; do
+    pid="${pid#/proc/}"
+    grep -qs "${id}" "/proc/${pid}/cgroup" || continue
+    [[ "$(awk '{ print $3 }' "/proc/${pid}/stat" 2>/dev/null)" == "D" ]] || continue
+    echo "${pid} $(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | cut -c1-80)"
+  done
+}
+
+# kind::delete: deletes the cluster: stops the nodes' kubelets and
+# containerds, then kind deletes the nodes. When docker cannot remove a node
+# container, it says which, in what state, which of its processes hold it,
+# and what to run, and returns 1.
+kind::delete() {
+  kind::stop_nodes
+  local out
+  if out="$(kind::kind delete cluster --name "${KIND_NAME}" --kubeconfig "${KIND_KUBECONFIG}" 2>&1)" && [[ -z "$(kind::node_containers)" ]]; then
+    rm -rf "${KIND_DIR}"
+    return 0
+  fi
+  local name state stuck line
+  printf '%s\n' "${out}" >&2
+  log "kind could not delete the cluster '${KIND_NAME}': docker still has its node containers:"
+  while read -r name state; do
+    log "  ${name} (${state})"
+    stuck="$(kind::stuck_processes "${name}")"
+    [[ -z "${stuck}" ]] || while read -r line; do
+      log "    process ${line}: in uninterruptible sleep (state D), docker cannot kill the container until the kernel lets it go"
+    done <<<"${stuck}"
+  done < <(kind::node_containers)
+  log "to remove them: run make kind-down again once those processes are gone; if they stay, restart the docker engine (or the host) and run make kind-down again"
+  return 1
+}
+
+# kind::teardown: an EXIT trap that deletes the cluster (kind-down.sh) and
+# exits with the status the script had: a teardown that cannot finish says
+# what is left and what to run, and turns neither a green run red nor a red
+# run green.
+kind::teardown() {
+  local status=$?
+  if ! "${REPO_ROOT}/hack/make-rules/kind-down.sh"; then
+    if ((status == 0)); then
+      log "the tests passed; the cluster's teardown did not finish (above)"
+    else
+      log "the tests failed (exit ${status}); the cluster's teardown did not finish either (above)"
+    fi
+  fi
+  exit "${status}"
+}

@@ -31,7 +31,8 @@ KIND_E2E_UPSTREAM_SKIP="${KIND_E2E_UPSTREAM_SKIP:-\[Flaky\]|\[Disruptive\]}"
 docker::ensure
 if ! kind::exists; then
   "${REPO_ROOT}/hack/make-rules/kind-up.sh"
-  [[ "${KIND_KEEP:-0}" == "1" ]] || trap '"${REPO_ROOT}/hack/make-rules/kind-down.sh"' EXIT
+  # The cluster this script made goes at the end; the verdict is the tests'.
+  [[ "${KIND_KEEP:-0}" == "1" ]] || trap kind::teardown EXIT
 fi
 [[ -s "${KIND_KUBECONFIG}" ]] || kind::kind export kubeconfig --name "${KIND_NAME}" --kubeconfig "${KIND_KUBECONFIG}"
 

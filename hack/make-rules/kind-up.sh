@@ -26,8 +26,10 @@ image="${KIND_NODE_IMAGE:-kube-guard/node:${version}}"
 previous_minor="${BASH_REMATCH[1]}.$((BASH_REMATCH[2] - 1))"
 
 docker::ensure
-if kind::exists; then
-  fatal "the kind cluster '${KIND_NAME}' exists already: make kind-down first"
+# A cluster, or node containers a teardown could not remove.
+left="$(kind::node_containers | awk '{ printf "%s%s (%s)", (NR > 1 ? ", " : ""), $1, $2 }')"
+if [[ -n "${left}" ]] || kind::exists; then
+  fatal "the kind cluster '${KIND_NAME}' exists already${left:+ (node containers: ${left})}: make kind-down first; it says what blocks it if docker cannot remove them"
 fi
 docker image inspect "${image}" >/dev/null 2>&1 || fatal "no node image ${image} in docker: run make node-image"
 # A node image of another build would test something else.

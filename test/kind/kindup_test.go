@@ -7,6 +7,7 @@
 package kind
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -23,10 +24,14 @@ import (
 // The stand-in for docker. STUB_LOG records every call; STUB_RUNTIME is the
 // engine's default runtime; STUB_NO_ENGINE=1 is no engine; STUB_NO_IMAGE=1 a
 // node image that is not there; STUB_NODE_VERSION what /kind/version of the
-// node image holds (empty: no such file).
+// node image holds (empty: no such file); STUB_NODES (a file) the cluster's
+// node containers, "NAME STATE" a line.
 const dockerStub = `#!/usr/bin/env bash
 echo "docker $*" >>"${STUB_LOG}"
 case "$1 $2" in
+"ps --all") [[ -n "${STUB_NODES:-}" && -f "${STUB_NODES}" ]] && cat "${STUB_NODES}"; exit 0 ;;
+"exec "*) exit 0 ;;
+"inspect --format") echo "stub-id-$4"; exit 0 ;;
 "info "*)
   [[ "${STUB_NO_ENGINE:-0}" == 1 ]] && { echo "Cannot connect to the Docker daemon" >&2; exit 1; }
   [[ "$*" == *DefaultRuntime* ]] && echo "${STUB_RUNTIME:-kube-guard}"
@@ -42,15 +47,28 @@ echo "docker stand-in: unexpected call: $*" >&2
 exit 2
 `
 
-// The stand-in for kind: STUB_CLUSTERS lists the clusters; creating one
-// fails, as kind does when a node does not come up.
+// The stand-in for kind: STUB_CLUSTERS lists the clusters, as does a
+// non-empty STUB_NODES; creating one fails, as kind does when a node does
+// not come up; deleting one removes the node containers of STUB_NODES, but
+// with STUB_STUCK=NAME docker cannot remove that one, as when a process of
+// the node is in uninterruptible sleep.
 const kindStub = `#!/usr/bin/env bash
 echo "kind $*" >>"${STUB_LOG}"
 case "$1 $2" in
-"get clusters") [[ -n "${STUB_CLUSTERS:-}" ]] && echo "${STUB_CLUSTERS}"; exit 0 ;;
+"get clusters")
+  if [[ -n "${STUB_CLUSTERS:-}" ]]; then echo "${STUB_CLUSTERS}"
+  elif [[ -s "${STUB_NODES:-/nonexistent}" ]]; then echo kube-guard; fi
+  exit 0 ;;
 "create cluster") echo "ERROR: failed to create cluster: node did not become ready" >&2; exit 1 ;;
 "export logs") exit 0 ;;
-"delete cluster") exit 0 ;;
+"delete cluster")
+  if [[ -n "${STUB_STUCK:-}" ]]; then
+    grep "^${STUB_STUCK} " "${STUB_NODES}" >"${STUB_NODES}.left"; mv "${STUB_NODES}.left" "${STUB_NODES}"
+    echo "ERROR: failed to delete cluster \"kube-guard\": failed to delete nodes: command \"docker rm -f -v ${STUB_STUCK}\" failed with error: exit status 1" >&2
+    exit 1
+  fi
+  [[ -n "${STUB_NODES:-}" ]] && : >"${STUB_NODES}"
+  exit 0 ;;
 esac
 echo "kind stand-in: unexpected call: $*" >&2
 exit 2
@@ -237,4 +255,102 @@ func TestKindDown(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, h.calls(t), "kind delete cluster --name kube-guard")
 	require.NoDirExists(t, dir)
+}
+
+// nodes writes the stand-ins' node containers of the cluster and returns the
+// STUB_NODES setting.
+func (h *harness) nodes(t *testing.T, lines ...string) string {
+	t.Helper()
+	f := filepath.Join(h.out, "nodes")
+	require.NoError(t, os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	return "STUB_NODES=" + f
+}
+
+// TestKindDownSaysWhatBlocksIt: docker cannot remove a node container (a
+// process of it in uninterruptible sleep): make kind-down stops the nodes'
+// kubelets and containerds first, then says which container is left, in
+// what state, and what to run, and exits 1 keeping the kubeconfig; run
+// again once the container can go, it removes what is left.
+func TestKindDownSaysWhatBlocksIt(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(t, "kube-guard-control-plane running", "kube-guard-worker running")
+	dir := filepath.Join(h.out, "kind")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+
+	out, err := h.run(t, "kind-down.sh", nodes, "STUB_STUCK=kube-guard-worker")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, out)
+	require.Equal(t, 1, exit.ExitCode(), out)
+	require.Contains(t, out, `command "docker rm -f -v kube-guard-worker" failed`, "kind's own error is shown")
+	require.Contains(t, out, "kind could not delete the cluster 'kube-guard': docker still has its node containers:")
+	require.Contains(t, out, "kube-guard-worker (running)")
+	require.NotContains(t, out, "kube-guard-control-plane (", "only what is left is named")
+	require.Contains(t, out, "run make kind-down again once those processes are gone; if they stay, restart the docker engine")
+	calls := h.calls(t)
+	stop := strings.Index(calls, "docker exec kube-guard-worker systemctl stop kubelet containerd")
+	del := strings.Index(calls, "kind delete cluster --name kube-guard")
+	require.True(t, stop >= 0 && del > stop, "the kubelet and containerd are stopped before kind deletes the nodes:\n%s", calls)
+	require.DirExists(t, dir, "the kubeconfig stays while the cluster does")
+
+	out, err = h.run(t, "kind-up.sh", nodes)
+	require.Error(t, err, out)
+	require.Contains(t, out, "the kind cluster 'kube-guard' exists already (node containers: kube-guard-worker (running)): make kind-down first; it says what blocks it")
+
+	out, err = h.run(t, "kind-down.sh", nodes)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "kind cluster 'kube-guard' deleted")
+	require.NoDirExists(t, dir)
+}
+
+// TestKindTeardownKeepsTheTestsVerdict: make kind-e2e deletes the cluster it
+// made in an EXIT trap (kind::teardown); the script's exit status is the
+// tests', whether the teardown finishes or not, and a teardown that does not
+// finish says so next to the verdict.
+func TestKindTeardownKeepsTheTestsVerdict(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		name   string
+		tests  int
+		stuck  bool
+		want   int
+		says   string
+		silent string
+	}{
+		{name: "passed, teardown done", tests: 0, want: 0, silent: "did not finish"},
+		{name: "failed, teardown done", tests: 3, want: 3, silent: "did not finish"},
+		{name: "passed, teardown stuck", tests: 0, stuck: true, want: 0, says: "the tests passed; the cluster's teardown did not finish (above)"},
+		{name: "failed, teardown stuck", tests: 3, stuck: true, want: 3, says: "the tests failed (exit 3); the cluster's teardown did not finish either (above)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{h.nodes(t, "kube-guard-control-plane running", "kube-guard-worker running")}
+			if tc.stuck {
+				env = append(env, "STUB_STUCK=kube-guard-worker")
+			}
+			cmd := exec.Command("bash", "-c", `set -o errexit -o nounset -o pipefail
+source hack/lib/init.sh
+source hack/lib/kind.sh
+trap kind::teardown EXIT
+exit "$1"`, "teardown", strconv.Itoa(tc.tests))
+			cmd.Dir = h.root
+			cmd.Env = append(os.Environ(), "PATH="+h.path, "OUTPUT_DIR="+h.out, "STUB_LOG="+h.log)
+			cmd.Env = append(cmd.Env, env...)
+			out, err := cmd.CombinedOutput()
+			got := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				got = exit.ExitCode()
+			} else {
+				require.NoError(t, err, string(out))
+			}
+			require.Equal(t, tc.want, got, string(out))
+			require.Contains(t, h.calls(t), "kind delete cluster --name kube-guard")
+			if tc.says != "" {
+				require.Contains(t, string(out), tc.says)
+				require.Contains(t, string(out), "kube-guard-worker (running)")
+			}
+			if tc.silent != "" {
+				require.NotContains(t, string(out), tc.silent)
+			}
+		})
+	}
 }

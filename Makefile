@@ -32,7 +32,7 @@ bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gat
 bench-postfilter: ## One preemption (DefaultPreemption.PostFilter) with the KEP-3280 gate off vs on, benchstat over BENCH_POSTFILTER_COUNT=10 runs; writes benchmarks/postfilter.md
 	hack/make-rules/bench-postfilter.sh
 
-##@ Local cluster (knobs: LOCAL_NODES=4, LOCAL_FEATURE_GATES=DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionWritesBudgetsToStorage=true; see hack/lib/local.sh)
+##@ Local cluster (knobs: LOCAL_NODES=4, LOCAL_FEATURE_GATES=DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true, EVICTION_FAST_PATH=0; see hack/lib/local.sh)
 
 .PHONY: local-up
 local-up: ## Start etcd, the patched control plane and LOCAL_NODES KWOK nodes on 127.0.0.1 (kubeconfig: _output/local/kubeconfig)

@@ -2,11 +2,20 @@
 # The fork's feature gates in the clusters it brings up (the local cluster,
 # hack/lib/local.sh; the kind cluster, hack/lib/kind.sh). Sourced after init.sh.
 
-# The gates on by default: KEP-3280's, KEP-4563's, and the eviction's budget
-# status write to storage (alpha upstream: it leaves admission and audit of
-# poddisruptionbudgets/status out of the eviction's decrement).
+# The gates the clusters turn on: the KEPs the fork carries, KEP-3280's and
+# KEP-4563's, and nothing else. With EVICTION_FAST_PATH=1, also
+# GATES_EVICTION_FAST_PATH: the eviction's budget reads from, and status
+# writes to, storage (opt-in proposals; the writes leave admission, audit
+# and managedFields of poddisruptionbudgets/status out of the eviction's
+# decrement). LOCAL_FEATURE_GATES and KIND_FEATURE_GATES override both.
 # shellcheck disable=SC2034
-GATES_DEFAULT="DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionWritesBudgetsToStorage=true"
+GATES_KEPS="DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true"
+GATES_EVICTION_FAST_PATH="EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true"
+case "${EVICTION_FAST_PATH:-0}" in
+0) GATES_DEFAULT="${GATES_KEPS}" ;;
+1) GATES_DEFAULT="${GATES_KEPS},${GATES_EVICTION_FAST_PATH}" ;;
+*) fatal "EVICTION_FAST_PATH=${EVICTION_FAST_PATH} is neither 0 nor 1" ;;
+esac
 
 # gates::runtime_config GATES: the kube-apiserver --runtime-config that GATES
 # need: lifecycle.k8s.io/v1alpha1 when they turn EvictionRequestAPI on

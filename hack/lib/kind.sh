@@ -5,7 +5,8 @@
 # Knobs (environment variables):
 #   KIND_WORKERS         worker nodes besides the control plane (default 2)
 #   KIND_FEATURE_GATES   feature gates of every component, kubelets included
-#                        (default DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionWritesBudgetsToStorage=true)
+#                        (default DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true;
+#                        EVICTION_FAST_PATH=1 adds the eviction fast path's gates, hack/lib/gates.sh)
 #   KIND_RUNTIME_CONFIG  --runtime-config of kube-apiserver (default:
 #                        lifecycle.k8s.io/v1alpha1=true with EvictionRequestAPI=true)
 #   KIND_NODE_IMAGE      the node image (default kube-guard/node:<kubernetes fork version>,

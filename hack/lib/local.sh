@@ -6,7 +6,8 @@
 #   LOCAL_NODES            number of KWOK nodes (default 4)
 #   LOCAL_FEATURE_GATES    --feature-gates of kube-apiserver, kube-controller-manager
 #                          and kube-scheduler
-#                          (default DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionWritesBudgetsToStorage=true)
+#                          (default DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true;
+#                          EVICTION_FAST_PATH=1 adds the eviction fast path's gates, hack/lib/gates.sh)
 #   LOCAL_RUNTIME_CONFIG   --runtime-config of kube-apiserver (default:
 #                          lifecycle.k8s.io/v1alpha1=true when EvictionRequestAPI=true
 #                          is among the gates: KEP-4563's API group is off by

@@ -126,11 +126,12 @@ PERF=test/integration/scheduler_perf
 BENCH_DIR="${OUTPUT_DIR}/bench"
 RUN="${BENCH_DIR}/run"
 VARIANTS=(upstream gate-off gate-on)
-# PATCHED_GATES: the gates of kube-guard's clusters (hack/lib/gates.sh) that
-# change the kube-apiserver's eviction, set on every workload of the patched
-# variants: the eviction writes the budget's status to etcd, not through the
-# loopback client (patch 0028, alpha; its other gates, beta, are on by
-# default). The same as victimRemovalGates in test/integration.
+# PATCHED_GATES: a gate of the eviction fast path (hack/lib/gates.sh,
+# EVICTION_FAST_PATH=1) that changes the kube-apiserver's eviction, set on
+# every workload of the patched variants: the eviction writes the budget's
+# status to etcd, not through the loopback client (patch 0028, alpha; its
+# other gate, beta, is on by default). The same as victimRemovalGates in
+# test/integration.
 PATCHED_GATES=(EvictionWritesBudgetsToStorage=true)
 TOPICS=(default_preemption disruption_policy)
 # The barrier before the measured part when the variants run at the same

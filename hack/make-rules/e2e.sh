@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make e2e`: runs test/e2e against local clusters it brings up and down itself:
-#   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass,
-#      EvictionRequestAPI and EvictionWritesBudgetsToStorage on), the whole
+#   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass
+#      and EvictionRequestAPI on, hack/lib/gates.sh), the whole
 #      suite (gate-off tests skip),
 #      including the descheduler's (it runs _output/bin/descheduler itself);
 #   2. `local-up` again with DisruptionPolicyInPriorityClass=false, and

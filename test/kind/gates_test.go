@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -37,4 +38,30 @@ func TestGatesRuntimeConfig(t *testing.T) {
 		require.NoError(t, err, "%q: %s", gates, out)
 		require.Equal(t, want, strings.TrimSpace(string(out)), "gates %q", gates)
 	}
+}
+
+// TestGatesDefault: the clusters turn on the KEPs' gates only; the eviction
+// fast path is one opt-in knob, EVICTION_FAST_PATH=1, and any other value is
+// refused.
+func TestGatesDefault(t *testing.T) {
+	h := newHarness(t)
+	gates := func(knob string) (string, error) {
+		cmd := exec.Command("bash", "-c", `source hack/lib/init.sh && source hack/lib/gates.sh && echo "${GATES_DEFAULT}"`)
+		cmd.Dir = h.root
+		cmd.Env = append(os.Environ(), "EVICTION_FAST_PATH="+knob)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	out, err := gates("")
+	require.NoError(t, err, out)
+	require.Equal(t, "DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true", out)
+	out, err = gates("0")
+	require.NoError(t, err, out)
+	require.Equal(t, "DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true", out)
+	out, err = gates("1")
+	require.NoError(t, err, out)
+	require.Equal(t, "DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true", out)
+	out, err = gates("yes")
+	require.Error(t, err, out)
+	require.Contains(t, out, "EVICTION_FAST_PATH=yes is neither 0 nor 1")
 }

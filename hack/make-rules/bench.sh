@@ -7,8 +7,8 @@
 #              _output/pristine/kubernetes
 #   gate-off   the patched tree, DisruptionPolicyInPriorityClass off
 #   gate-on    the patched tree, DisruptionPolicyInPriorityClass on
-# The patched variants run the in-process kube-apiserver with the gates of
-# kube-guard's clusters that change how it evicts (PATCHED_GATES below), as
+# The patched variants run the in-process kube-apiserver with the eviction
+# fast path's gates (PATCHED_GATES below; opt-in, EVICTION_FAST_PATH=1), as
 # BenchmarkVictimRemoval does; they change nothing of a DELETE, so only the
 # evictions of the gate on see them.
 # and writes benchmarks/results.md (tables, ratios to upstream, goals),
@@ -126,13 +126,12 @@ PERF=test/integration/scheduler_perf
 BENCH_DIR="${OUTPUT_DIR}/bench"
 RUN="${BENCH_DIR}/run"
 VARIANTS=(upstream gate-off gate-on)
-# PATCHED_GATES: a gate of the eviction fast path (hack/lib/gates.sh,
-# EVICTION_FAST_PATH=1) that changes the kube-apiserver's eviction, set on
-# every workload of the patched variants: the eviction writes the budget's
-# status to etcd, not through the loopback client (patch 0028, alpha; its
-# other gate, beta, is on by default). The same as victimRemovalGates in
-# test/integration.
-PATCHED_GATES=(EvictionWritesBudgetsToStorage=true)
+# PATCHED_GATES: the gates of the eviction fast path (hack/lib/gates.sh,
+# EVICTION_FAST_PATH=1), set on every workload of the patched variants: the
+# eviction reads the budgets from storage and writes the budget's status to
+# etcd, not through the loopback client (patches 0023 and 0028, alpha, off
+# by default). The same as victimRemovalGates in test/integration.
+PATCHED_GATES=(EvictionReadsBudgetsFromStorage=true EvictionWritesBudgetsToStorage=true)
 TOPICS=(default_preemption disruption_policy)
 # The barrier before the measured part when the variants run at the same
 # time: the name of its profile in a run's data directory (not *-cpu.prof,
@@ -395,7 +394,7 @@ meta=(
   -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
   -meta "patched=$(component::series_files | wc -l) patches of patches/${COMPONENT_NAME} on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
   -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
-  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, and $(IFS=,; echo "${PATCHED_GATES[*]}") (the kube-apiserver's eviction of kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
+  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, and $(IFS=,; echo "${PATCHED_GATES[*]}") (the eviction fast path, EVICTION_FAST_PATH=1 in kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
   -meta "CPU time=user + system time of the benchmark process and its descendants (etcd), read from /proc when scheduler_perf creates and closes the CPU profile of the measured phase (-perf-cpuprofile, on in every run), and from rusage for the whole run (hack/benchreport run); instructions: ${instructions}"
   -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, ${together_text} $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
 )

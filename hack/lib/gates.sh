@@ -10,7 +10,7 @@
 # decrement). LOCAL_FEATURE_GATES and KIND_FEATURE_GATES override both.
 # shellcheck disable=SC2034
 GATES_KEPS="DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true"
-GATES_EVICTION_FAST_PATH="EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true"
+GATES_EVICTION_FAST_PATH="EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true,EvictionListsBudgetsWhileReadingPod=true"
 case "${EVICTION_FAST_PATH:-0}" in
 0) GATES_DEFAULT="${GATES_KEPS}" ;;
 1) GATES_DEFAULT="${GATES_KEPS},${GATES_EVICTION_FAST_PATH}" ;;

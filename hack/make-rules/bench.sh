@@ -7,10 +7,10 @@
 #              _output/pristine/kubernetes
 #   gate-off   the patched tree, DisruptionPolicyInPriorityClass off
 #   gate-on    the patched tree, DisruptionPolicyInPriorityClass on
-# The patched variants run the in-process kube-apiserver with the eviction
-# fast path's gates (PATCHED_GATES below; opt-in, EVICTION_FAST_PATH=1), as
-# BenchmarkVictimRemoval does; they change nothing of a DELETE, so only the
-# evictions of the gate on see them.
+# Every other gate is at its default in every variant. The eviction fast
+# path (opt-in, EVICTION_FAST_PATH=1 in kube-guard's clusters) is measured as
+# its own workload, VictimRemoval/ProtectedVictimFastPath
+# (BenchmarkVictimRemovalFastPath, FAST_PATH_GATES below).
 # and writes benchmarks/results.md (tables, ratios to upstream, goals),
 # benchmarks/results.json (the same as data) and benchmarks/raw/ (the
 # DataItems files scheduler_perf wrote, <variant>/round-<n>/<topic>.json).
@@ -126,12 +126,11 @@ PERF=test/integration/scheduler_perf
 BENCH_DIR="${OUTPUT_DIR}/bench"
 RUN="${BENCH_DIR}/run"
 VARIANTS=(upstream gate-off gate-on)
-# PATCHED_GATES: the gates of the eviction fast path (hack/lib/gates.sh,
-# EVICTION_FAST_PATH=1), set on every workload of the patched variants: the
-# eviction reads the budgets from storage and writes the budget's status to
-# etcd, not through the loopback client (patches 0023 and 0028, alpha, off
-# by default). The same as victimRemovalGates in test/integration.
-PATCHED_GATES=(EvictionReadsBudgetsFromStorage=true EvictionWritesBudgetsToStorage=true)
+# FAST_PATH_GATES: the gates of the eviction fast path (hack/lib/gates.sh,
+# EVICTION_FAST_PATH=1; patches 0023, 0026 and 0028, alpha, off by default),
+# set by BenchmarkVictimRemovalFastPath (victimRemovalGates in
+# test/integration): named in the report.
+FAST_PATH_GATES=(EvictionReadsBudgetsFromStorage=true EvictionWritesBudgetsToStorage=true EvictionListsBudgetsWhileReadingPod=true)
 TOPICS=(default_preemption disruption_policy)
 # The barrier before the measured part when the variants run at the same
 # time: the name of its profile in a run's data directory (not *-cpu.prof,
@@ -227,9 +226,6 @@ for variant in "${VARIANTS[@]}"; do
     gate-on) gate="${GATE}=true" ;;
   esac
   gate_args=(-feature-gate "${gate}")
-  if [[ "${variant}" != upstream ]]; then
-    for g in "${PATCHED_GATES[@]}"; do gate_args+=(-feature-gate "${g}"); done
-  fi
   mkdir -p "${RUN}/configs/${variant}"
   cp -r "${tree}/${PERF}/templates" "${RUN}/configs/${variant}/templates"
   for topic in "${TOPICS[@]}"; do
@@ -355,10 +351,12 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
     out="${RUN}/data/victim-removal-round-${round}"
     mkdir -p "${out}" "${RUN}/raw/gate-off/round-${round}" "${RUN}/raw/gate-on/round-${round}"
     (cd "${REPO_ROOT}" && KUBE_GUARD_VICTIM_REMOVAL_OUT="${out}" "${BENCH_DIR}/bin/integration.test" -test.run '^$' \
-      -test.bench '^BenchmarkVictimRemoval$' -test.benchtime "${BENCH_VICTIM_REMOVAL}x") >"${RUN}/logs/victim-removal-round-${round}.log" 2>&1 ||
+      -test.bench '^BenchmarkVictimRemoval(FastPath)?$' -test.benchtime "${BENCH_VICTIM_REMOVAL}x") >"${RUN}/logs/victim-removal-round-${round}.log" 2>&1 ||
       fatal "round ${round}: BenchmarkVictimRemoval failed: see ${RUN}/logs/victim-removal-round-${round}.log"
-    mv "${out}/gate-off.json" "${RUN}/raw/gate-off/round-${round}/VictimRemoval.json"
-    mv "${out}/gate-on.json" "${RUN}/raw/gate-on/round-${round}/VictimRemoval.json"
+    for w in VictimRemoval_ProtectedVictim VictimRemoval_ProtectedVictimFastPath; do
+      mv "${out}/${w}-gate-off.json" "${RUN}/raw/gate-off/round-${round}/${w}.json"
+      mv "${out}/${w}-gate-on.json" "${RUN}/raw/gate-on/round-${round}/${w}.json"
+    done
     log "round ${round}/${BENCH_ROUNDS}: BenchmarkVictimRemoval (${BENCH_VICTIM_REMOVAL} victims per method) in $((SECONDS - start)) s"
   fi
 done
@@ -394,7 +392,7 @@ meta=(
   -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
   -meta "patched=$(component::series_files | wc -l) patches of patches/${COMPONENT_NAME} on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
   -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
-  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, and $(IFS=,; echo "${PATCHED_GATES[*]}") (the eviction fast path, EVICTION_FAST_PATH=1 in kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
+  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, every other gate at its default; VictimRemoval/ProtectedVictimFastPath: the kube-apiserver with the eviction fast path, $(IFS=,; echo "${FAST_PATH_GATES[*]}") (opt-in, EVICTION_FAST_PATH=1 in kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
   -meta "CPU time=user + system time of the benchmark process and its descendants (etcd), read from /proc when scheduler_perf creates and closes the CPU profile of the measured phase (-perf-cpuprofile, on in every run), and from rusage for the whole run (hack/benchreport run); instructions: ${instructions}"
   -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, ${together_text} $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
 )

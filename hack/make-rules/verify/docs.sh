@@ -7,12 +7,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
+mkdir "${tmp}/docs"
 cp "${REPO_ROOT}/README.md" "${tmp}/README.md"
+cp "${REPO_ROOT}/docs/gates.md" "${tmp}/docs/gates.md"
 "${REPO_ROOT}/hack/make-rules/update/docs.sh" "${tmp}"
-if ! diff -u "${REPO_ROOT}/README.md" "${tmp}/README.md" >&2; then
-  echo "README.md's generated blocks are stale: run hack/make-rules/update/docs.sh" >&2
-  exit 1
-fi
+for f in README.md docs/gates.md; do
+  if ! diff -u "${REPO_ROOT}/${f}" "${tmp}/${f}" >&2; then
+    echo "${f}'s generated blocks are stale: run hack/make-rules/update/docs.sh" >&2
+    exit 1
+  fi
+done
 # docs/rebase-report.md was written for the current pins and series.
 report="${REPO_ROOT}/docs/rebase-report.md"
 want="$(while read -r c; do

@@ -292,13 +292,20 @@ current-context: local
 // --feature-gates=featureGates when not empty. The returned function stops it.
 func StartScheduler(t testing.TB, s *APIServer, user, featureGates string, extraArgs ...string) func() {
 	t.Helper()
+	return StartSchedulerBinary(t, filepath.Join(BinDir(t), "kube-scheduler"), s, user, featureGates, extraArgs...)
+}
+
+// StartSchedulerBinary is StartScheduler with the kube-scheduler binary bin
+// (e.g. the pristine one in PristineBinDir).
+func StartSchedulerBinary(t testing.TB, bin string, s *APIServer, user, featureGates string, extraArgs ...string) func() {
+	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := WriteKubeconfig(t, dir, "kube-scheduler", s.ConfigFor(user))
 	args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=2"}
 	if featureGates != "" {
 		args = append(args, "--feature-gates="+featureGates)
 	}
-	return start(t, dir, "kube-scheduler", filepath.Join(BinDir(t), "kube-scheduler"), append(args, extraArgs...)...)
+	return start(t, dir, "kube-scheduler", bin, append(args, extraArgs...)...)
 }
 
 // StartControllerManager starts the patched kube-controller-manager against s

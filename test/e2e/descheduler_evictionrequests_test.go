@@ -5,28 +5,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -258,154 +252,30 @@ func TestDeschedulerEvacuationModeLimitsAndRestarts(t *testing.T) {
 		"the node limit refused requests every cycle; metrics:\n%s", evacuationMetrics(body))
 }
 
-// intentChange is an EvictionRequest of the descheduler's asking for an
-// eviction (created, or its intent set back to Eviction) or withdrawing it,
-// at the time the test's watch saw it.
-type intentChange struct {
-	at     time.Time
-	name   string
-	intent lifecyclev1alpha1.EvictionRequestIntent
-}
-
-// intentTimeline watches the descheduler's EvictionRequests of ns and
-// records every change of intent. The watch must last the test: if it ends
-// early, the test fails.
-type intentTimeline struct {
-	mu      sync.Mutex
-	changes []intentChange
-}
-
-func (c *cluster) watchIntents(t *testing.T, ns string) *intentTimeline {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.Client.LifecycleV1alpha1().EvictionRequests(ns).Watch(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	tl := &intentTimeline{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		last := map[types.UID]lifecyclev1alpha1.EvictionRequestIntent{}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					if ctx.Err() == nil {
-						t.Errorf("the watch of %s's EvictionRequests ended before the test did", ns)
-					}
-					return
-				}
-				er, isRequest := ev.Object.(*lifecyclev1alpha1.EvictionRequest)
-				if !isRequest || er.Spec.Requester != deschedulerRequester || ev.Type == watch.Deleted {
-					continue
-				}
-				if last[er.UID] != er.Spec.Intent {
-					last[er.UID] = er.Spec.Intent
-					tl.mu.Lock()
-					tl.changes = append(tl.changes, intentChange{at: time.Now(), name: er.Name, intent: er.Spec.Intent})
-					tl.mu.Unlock()
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		w.Stop()
-		<-done
-	})
-	return tl
-}
-
-func (tl *intentTimeline) snapshot() []intentChange {
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	return slices.Clone(tl.changes)
-}
-
-// String lists the changes as offsets from the first: "+0.000s Eviction, +4.013s Withdrawn, ...".
-func (tl *intentTimeline) String() string {
-	changes := tl.snapshot()
-	if len(changes) == 0 {
-		return "no change"
-	}
-	parts := make([]string, 0, len(changes))
-	for _, ch := range changes {
-		parts = append(parts, fmt.Sprintf("+%.3fs %s", ch.at.Sub(changes[0].at).Seconds(), ch.intent))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (tl *intentTimeline) withdrawals() int {
-	n := 0
-	for _, ch := range tl.snapshot() {
-		if ch.intent == lifecyclev1alpha1.EvictionRequestIntentWithdrawn {
-			n++
-		}
-	}
-	return n
-}
-
-// TestDeschedulerEvacuationModeTTL: a request still in progress after
-// maxEvacuationRequestTTL is withdrawn (an EvacuationAbandoned event on the
-// pod, descheduler_pod_evacuations_abandoned_total) and the pod may be
-// asked for again, which gives it a whole TTL again: every withdrawal comes
-// at least the TTL after the ask before it. The pod, whose responder never
-// answers, is never evicted by anyone. The descheduler runs with the RBAC
-// it ships (withdrawing and the event need their verbs).
-func TestDeschedulerEvacuationModeTTL(t *testing.T) {
+// TestDeschedulerEvacuationModeRefusesAShortTTL: in the evacuation mode a
+// maxEvacuationRequestTTL not longer than KEP-4563's heartbeat deadline
+// (20m, after which kube-controller-manager hands the eviction of a pod
+// whose responder stopped reporting to the next responder) would withdraw
+// such a pod's request before that responder starts, so that the pod is
+// never evicted: the descheduler refuses to start, naming the deadline, and
+// makes no request. The withdrawal on the TTL itself, and that a request
+// whose responder reports progress is never withdrawn, are unit tests of
+// the descheduler's evictions package (a fake clock: the TTL is at least
+// 20 minutes).
+func TestDeschedulerEvacuationModeRefusesAShortTTL(t *testing.T) {
 	c := setup(t)
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep1397-evictionrequests-ttl")
 	pod := c.evacuationPod(t, ns, "stuck", "", true, false, withResponder(neverAnswers))
-	const ttl = 4 * time.Second
-	timeline := c.watchIntents(t, ns)
-
-	d := c.startDescheduler(t, evictionRequestPolicy(ns, fmt.Sprintf("maxEvacuationRequestTTL: %s\n", ttl)), time.Second,
-		evictionRequestGates, "--kubeconfig="+c.shippedRBACKubeconfig(t))
-	c.Poll(t, "the request of "+pod.Name+" to be withdrawn twice", func(context.Context) (bool, error) {
-		return timeline.withdrawals() >= 2, nil
-	})
-
-	// The watch sees each change a moment after it was made; two such
-	// delays rarely differ by more than this.
-	const watchSkew = 250 * time.Millisecond
-	changes := timeline.snapshot()
-	var asked time.Time
-	withdrawn := 0
-	for _, ch := range changes {
-		switch ch.intent {
-		case lifecyclev1alpha1.EvictionRequestIntentEviction:
-			require.True(t, asked.IsZero(), "asked twice without a withdrawal between: %s", timeline)
-			asked = ch.at
-		case lifecyclev1alpha1.EvictionRequestIntentWithdrawn:
-			require.False(t, asked.IsZero(), "withdrawn without an ask before: %s", timeline)
-			require.GreaterOrEqual(t, ch.at.Sub(asked), ttl-watchSkew,
-				"withdrawn %v after it was asked for, before the TTL %v: %s", ch.at.Sub(asked), ttl, timeline)
-			asked = time.Time{}
-			withdrawn++
-		}
-	}
-	require.GreaterOrEqual(t, withdrawn, 2)
-
+	d := c.startDescheduler(t, evictionRequestPolicy(ns, "maxEvacuationRequestTTL: 4s\n"), time.Second, evictionRequestGates)
+	require.Error(t, d.exit(t), "the descheduler started its evacuation mode with a TTL shorter than the handover")
+	require.Contains(t, d.log.String(), "maxEvacuationRequestTTL: 4s must be longer than 20m0s with evictionRequests")
+	requests, err := c.Client.LifecycleV1alpha1().EvictionRequests(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, requests.Items, "the refused descheduler made requests")
 	got, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
-	require.NoError(t, err, "the pod was evicted although its responder never answered")
+	require.NoError(t, err)
 	require.Equal(t, pod.UID, got.UID)
-	require.Empty(t, d.logLines("Evicted pod"), "the descheduler evicted a pod itself")
-
-	body := c.pollMetrics(t, d, "two abandoned requests in the metrics", func(body string) bool {
-		return framework.MetricSum(body, evacuationsAbandonedMetric, map[string]string{"strategy": "PodLifeTime", "profile": profileName}) >= 2
-	})
-	require.Zero(t, framework.MetricSum(body, evacuationsTotalMetric, map[string]string{"result": "error"}), "metrics:\n%s", evacuationMetrics(body))
-	c.Poll(t, "an EvacuationAbandoned event on "+pod.Name, func(ctx context.Context) (bool, error) {
-		events, err := c.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Reason == "EvacuationAbandoned" && e.Regarding.Name == pod.Name && e.Type == corev1.EventTypeWarning
-		}), nil
-	})
 }
 
 // shippedRBACKubeconfig applies the RBAC manifest the patched descheduler

@@ -43,9 +43,11 @@ const (
 const callsNamespace = "calls"
 
 // etcdPeriodicOperations are the kube-apiserver's etcd requests that a timer
-// makes, not a request (the object counts behind apiserver_storage_objects):
-// how many fall into a run depends on how long it takes.
-var etcdPeriodicOperations = map[string]bool{"count": true, "getStats": true}
+// makes, not a request: the etcd3 store's Stats (listWithCount, the object
+// counts behind apiserver_storage_objects) and the keys of its size
+// estimation (listOnlyKeys). How many fall into a run depends on how long it
+// takes.
+var etcdPeriodicOperations = map[string]bool{"listWithCount": true, "listOnlyKeys": true}
 
 // workloadResources are the resources whose etcd requests the workload
 // decides; the kube-apiserver's own controllers write others (the default

@@ -282,17 +282,16 @@ func auditedCalls(t *testing.T, file string) map[string]int {
 		if e.ObjectRef == nil {
 			continue // /readyz, /metrics
 		}
-		if want := "ResponseComplete"; e.Verb == "watch" {
-			if e.Stage != "ResponseStarted" {
-				continue
-			}
-		} else if e.Stage != want {
+		want := "ResponseComplete"
+		if e.Verb == "watch" {
+			want = "ResponseStarted"
+		}
+		if e.Stage != want {
 			continue
 		}
 		user, res := e.User.Username, e.ObjectRef.Resource
 		switch {
 		case user == "admin" && strings.HasPrefix(e.UserAgent, workloadAgent):
-			user = "admin"
 		case user == schedulerUser && res != "events" && res != "leases":
 		case user == "system:apiserver" && (res == "pods" || res == "poddisruptionbudgets"):
 		default:
@@ -425,27 +424,12 @@ func olderThan(a, b string) bool {
 func runCallsWorkload(ctx context.Context, t *testing.T, c kubernetes.Interface, o *observer, startScheduler func() func()) {
 	t.Helper()
 	ns := callsNamespace
-	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// No service account controller runs: the account pods default to.
-	_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createNamespace(ctx, t, c, ns)
 	for name, value := range map[string]int32{"low": 100, "high": 1000} {
 		_, err := c.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	node, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	node.Status.Allocatable = node.Status.Capacity
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
-	node, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	// The not-ready taint that admission puts on new nodes; no node
-	// lifecycle controller runs to take it off.
-	node.Spec.Taints = nil
-	_, err = c.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	node := createReadyNode(ctx, t, c, "node-1", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")})
 
 	newPod := func(name, class, app, cpu, nodeName string) *corev1.Pod {
 		p, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
@@ -509,7 +493,7 @@ func runCallsWorkload(ctx context.Context, t *testing.T, c kubernetes.Interface,
 	o.wait(ctx, t, "the budget's decrement", func(_ map[string]*corev1.Pod, budgets map[string]*policyv1.PodDisruptionBudget) bool {
 		return budgets["budget"].Status.DisruptionsAllowed == 0
 	})
-	err = evict("budget-1")
+	err := evict("budget-1")
 	require.True(t, apierrors.IsTooManyRequests(err), "eviction beyond the budget: got %v, want 429", err)
 	require.NoError(t, evict("pending-0"), "eviction of a Pending pod")
 	o.gonePods(ctx, t, "pending-0")

@@ -145,11 +145,7 @@ func TestDowngradeToPristineAPIServer(t *testing.T) {
 		classes[name] = pc
 	}
 	ns := "downgrade"
-	_, err = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// No service account controller runs: the account pods default to.
-	_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createNamespace(ctx, t, c, ns)
 	pods := map[string]*corev1.Pod{}
 	for _, name := range []string{"kept", "rewritten", "status"} {
 		p, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{

@@ -188,11 +188,7 @@ func TestSchedulerSkew(t *testing.T) {
 	c := s.Client
 	ns := "skew"
 
-	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// No service account controller runs: the account pods default to.
-	_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createNamespace(ctx, t, c, ns)
 	for name, pc := range map[string]schedulingv1.PriorityClass{
 		"protected": {Value: 100, AllowDisruptionByPriorityGreaterThanOrEqual: ptr.To[int32](1000)},
 		"preemptor": {Value: 500},
@@ -204,19 +200,7 @@ func TestSchedulerSkew(t *testing.T) {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-	node, err = c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	require.NoError(t, err)
-	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")}
-	node.Status.Allocatable = node.Status.Capacity
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
-	node, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	// The not-ready taint that admission puts on new nodes; no node
-	// lifecycle controller runs to take it off.
-	node.Spec.Taints = nil
-	node, err = c.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	node := createReadyNode(ctx, t, c, "node-1", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("10")})
 
 	selector := labels.SelectorFromSet(labels.Set{"app": "db"})
 	for i := range 2 {
@@ -234,7 +218,7 @@ func TestSchedulerSkew(t *testing.T) {
 		_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
-	_, err = c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+	_, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "db"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: metav1.SetAsLabelSelector(labels.Set{"app": "db"})},
 	}, metav1.CreateOptions{})

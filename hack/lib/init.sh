@@ -23,6 +23,28 @@ export GIT_COMMITTER_EMAIL="${GIT_COMMITTER_EMAIL:-patch-series@localhost}"
 log() { printf '+++ %s\n' "$*" >&2; }
 fatal() { printf '!!! %s\n' "$*" >&2; exit 1; }
 
+# free_gib PATH: GiB free on the file system that holds PATH (or its nearest
+# existing parent).
+free_gib() {
+  local p="$1"
+  while [[ ! -e "${p}" && "${p}" != / ]]; do p="$(dirname "${p}")"; done
+  df -P -B1G "${p}" | awk 'NR == 2 {print $4}'
+}
+
+# require_free_disk GIB PATH...: fails, naming each PATH and what is free
+# there, when any PATH's file system has less than GIB GiB free. A full disk
+# otherwise shows up much later and far from its cause (an etcd that exits
+# on a failed write, then every request of the tests timing out).
+require_free_disk() {
+  local need="$1" p free short=""
+  shift
+  for p in "$@"; do
+    free="$(free_gib "${p}")"
+    ((free >= need)) || short+=" ${p} (${free} GiB free)"
+  done
+  [[ -z "${short}" ]] || fatal "less than ${need} GiB free on:${short}; free some space (the Go build cache, \$(go env GOCACHE), is the largest: 'go clean -cache' empties it) or lower MIN_FREE_GIB"
+}
+
 # port_busy PORT: something accepts connections on 127.0.0.1:PORT.
 port_busy() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null

@@ -87,6 +87,45 @@ local::alive() {
   tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF "${LOCAL_CLUSTER_DIR}/"
 }
 
+# local::log_tails LINES [NAME...]: the last LINES lines of the named
+# components' logs (default: every log), to stderr.
+local::log_tails() {
+  local lines="$1" f
+  shift
+  local -a files=()
+  if (($#)); then
+    for f in "$@"; do files+=("${LOCAL_LOGS_DIR}/${f}.log"); done
+  else
+    files=("${LOCAL_LOGS_DIR}"/*.log)
+  fi
+  for f in "${files[@]}"; do
+    [[ -f "${f}" ]] || continue
+    printf -- '--- %s (last lines) ---\n' "${f}" >&2
+    tail -n "${lines}" "${f}" >&2
+  done
+}
+
+# local::report: after a failure, which of the cluster's components exited
+# (with the end of their logs) and the free space where etcd writes: a
+# component that died explains every timeout that follows it.
+local::report() {
+  local name f pid
+  local -a exited=()
+  for name in "${LOCAL_STOP_ORDER[@]}"; do
+    f="${LOCAL_PIDS_DIR}/${name}.pid"
+    [[ -f "${f}" ]] || continue
+    pid="$(<"${f}")"
+    if [[ "${pid}" =~ ^[0-9]+$ ]] && local::alive "${pid}"; then
+      log "${name} (pid ${pid}) is running"
+    else
+      log "${name} (pid ${pid}) has exited"
+      exited+=("${name}")
+    fi
+  done
+  log "$(free_gib "${LOCAL_CLUSTER_DIR}") GiB free on the file system of ${LOCAL_CLUSTER_DIR}"
+  ((${#exited[@]} == 0)) || local::log_tails 20 "${exited[@]}"
+}
+
 # local::running_pids: "PID NAME" for each pid file whose process is alive, one a line.
 local::running_pids() {
   local f pid

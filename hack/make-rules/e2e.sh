@@ -56,7 +56,10 @@ e2e::phase() {
       KUBE_GUARD_E2E_SCHEDULER_URL="https://127.0.0.1:${LOCAL_SCHEDULER_PORT}" \
       KUBE_GUARD_E2E_COMPONENT_LOGS="${LOCAL_LOGS_DIR}" \
       go test ./test/e2e/... -count=1 -v -timeout "${E2E_TIMEOUT}" -run "${run}" 2>&1 | tee "${log}"
-  ) || fatal "e2e ${name}: tests failed (component logs: ${LOCAL_LOGS_DIR}; KEEP_LOGS=1 keeps them)"
+  ) || {
+    local::report
+    fatal "e2e ${name}: tests failed (component logs: ${LOCAL_LOGS_DIR}; KEEP_LOGS=1 keeps them)"
+  }
   skipped="$(sed -nE 's/^ *--- SKIP: ([^ ]+) .*/\1/p' "${log}" | grep -vE "${allowed}" || true)"
   [[ -z "${skipped}" ]] || fatal "e2e ${name}: these tests skipped, this phase must run them (log: ${log}): $(echo ${skipped})"
   log "e2e ${name}: tests passed in $(($(date +%s) - start)) s"

@@ -130,11 +130,7 @@ componentsPatches:
 EOF
 if ! local::kwokctl --config "${kwokctl_config}" --config "${LOCAL_STAGES}" create cluster "${create_args[@]}" >"${LOCAL_DIR}/kwokctl.log" 2>&1; then
   tail -n 20 "${LOCAL_DIR}/kwokctl.log" >&2 || true
-  for f in "${LOCAL_LOGS_DIR}"/*.log; do
-    [[ -f "${f}" ]] || continue
-    printf -- '--- %s (last lines) ---\n' "${f}" >&2
-    tail -n 5 "${f}" >&2
-  done
+  local::log_tails 5
   local::stop
   fatal "kwokctl could not start the cluster (log: ${LOCAL_DIR}/kwokctl.log, component logs were in ${LOCAL_LOGS_DIR}); stopped what had started"
 fi
@@ -184,11 +180,7 @@ done
 
 fail() {
   log "the cluster did not become healthy: $*"
-  for f in "${LOCAL_LOGS_DIR}"/*.log; do
-    [[ -f "${f}" ]] || continue
-    printf -- '--- %s (last lines) ---\n' "${f}" >&2
-    tail -n 5 "${f}" >&2
-  done
+  local::log_tails 5
   fatal "the cluster is left running for inspection (logs: ${LOCAL_LOGS_DIR}); stop it with 'make local-down'"
 }
 

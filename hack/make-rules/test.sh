@@ -7,8 +7,12 @@
 #      touches (hack/make-rules/test-upstream.sh), and
 #   3. the end-to-end suite on a local cluster (hack/make-rules/e2e.sh;
 #      SKIP_E2E=1 skips it).
+# It refuses to start with less than MIN_FREE_GIB (default 15) GiB free where
+# the tree and the Go caches are: a cold run writes about that much.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+
+require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
 
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
 # test/images checks the images of these binaries.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -109,15 +110,21 @@ func TestDeschedulerEvacuationModeEvictionRequests(t *testing.T) {
 	require.Len(t, byPod["vm"], 1, "one request for vm")
 	require.Empty(t, byPod["busy"], "busy's eviction is in progress by another requester: the descheduler must not ask for it")
 
-	// The migrator moves vm away: it removes the pod and completes.
+	// The migrator moves vm away: it removes the pod and completes right
+	// after. kube-controller-manager gives it 5 s to once the pod is gone,
+	// so it ends Completed, not Interrupted.
 	require.NoError(t, c.Client.CoreV1().Pods(ns).Delete(context.Background(), "vm", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
 	c.Poll(t, migrator+" to report completion", func(ctx context.Context) (bool, error) {
 		ev, err := evictionOf(ctx, c.Cluster, vm)
 		if err != nil || ev == nil {
 			return false, err
 		}
-		if state, _ := responderOf(ev, migrator); state != lifecyclev1alpha1.ResponderStateActive {
-			return true, nil // the pod's deletion ended its turn first
+		switch state, _ := responderOf(ev, migrator); state {
+		case lifecyclev1alpha1.ResponderStateCompleted:
+			return true, nil
+		case lifecyclev1alpha1.ResponderStateActive:
+		default:
+			return false, fmt.Errorf("%s ended %s: its turn ended before it could report its completion", migrator, state)
 		}
 		for i := range ev.Status.Responders {
 			if ev.Status.Responders[i].Name == migrator {

@@ -24,48 +24,68 @@ import (
 	"kube-guard/test/e2e/framework"
 )
 
-// TestKEP4563EvictionRequestAPIServed: with the EvictionRequestAPI gate on,
-// `make local-up` also enables the lifecycle.k8s.io/v1alpha1 group
-// (--runtime-config), so EvictionRequests are served and validated:
-// a request for a pod is stored, one from a reserved requester domain is
-// refused. The tests below show kube-controller-manager acting on them.
-func TestKEP4563EvictionRequestAPIServed(t *testing.T) {
+// TestKEP4563ControllerDrivesRequests: kube-controller-manager acts on an
+// EvictionRequest (upstream v1.37 only stores it): it makes one Eviction for
+// the pod, named pod-1-<pod name> and owned by the request, with the
+// participants as labels, activates the pod's own responder first, and
+// reports on the request (observedGeneration, Failed=False
+// AwaitingEviction). A second request for the same pod joins that Eviction
+// instead of making another one.
+func TestKEP4563ControllerDrivesRequests(t *testing.T) {
 	c := setup(t)
 	ctx := context.Background()
 	requireEvictionRequestAPI(t, c.Cluster)
-
-	resources, err := c.Client.Discovery().ServerResourcesForGroupVersion(lifecyclev1alpha1.SchemeGroupVersion.String())
-	require.NoError(t, err, "lifecycle.k8s.io/v1alpha1 is served")
-	served := map[string]bool{}
-	for _, r := range resources.APIResources {
-		served[r.Name] = true
-	}
-	require.True(t, served["evictionrequests"], "evictionrequests in %v", served)
-	require.True(t, served["evictionrequests/status"], "evictionrequests/status in %v", served)
-
 	ns := c.Namespace(t, "kep4563")
-	pod := c.CreatePod(t, ns, "target", nil, framework.PodSpec("", resource.Quantity{}))
-	requests := c.Client.LifecycleV1alpha1().EvictionRequests(ns)
-	request := func(name, requester string) *lifecyclev1alpha1.EvictionRequest {
-		return &lifecyclev1alpha1.EvictionRequest{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: lifecyclev1alpha1.EvictionRequestSpec{
-				Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
-				Requester: requester,
-				Intent:    lifecyclev1alpha1.EvictionRequestIntentEviction,
-			},
-		}
-	}
-	created, err := requests.Create(ctx, request("by-e2e", "e2e.kube-guard.io/test"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	got, err := requests.Get(ctx, created.Name, metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Equal(t, pod.UID, got.Spec.Target.Pod.UID)
+	spec := framework.PodSpec("", resource.Quantity{})
+	spec.EvictionResponders = []corev1.EvictionResponder{{Name: neverAnswers, Priority: ptr.To[int32](10000)}}
+	pod := c.CreatePod(t, ns, "target", nil, spec)
+	createEvictionRequest(t, c.Cluster, pod, "drain-target")
 
-	_, err = requests.Create(ctx, request("reserved", "descheduler.k8s.io/test"), metav1.CreateOptions{})
-	require.Error(t, err, "a requester under *.k8s.io is reserved")
-	require.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
-	t.Logf("rejected: %v", err)
+	var ev *lifecyclev1alpha1.Eviction
+	c.Poll(t, "kube-controller-manager to make the pod's Eviction and report on the request", func(ctx context.Context) (bool, error) {
+		var err error
+		if ev, err = evictionOf(ctx, c.Cluster, pod); err != nil || ev == nil {
+			return false, err
+		}
+		er, err := c.Client.LifecycleV1alpha1().EvictionRequests(ns).Get(ctx, "drain-target", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		failed := meta.FindStatusCondition(er.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+		return ptr.Deref(er.Status.ObservedGeneration, 0) == er.Generation && failed != nil &&
+			failed.Status == metav1.ConditionFalse && failed.Reason == string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction), nil
+	})
+	require.Equal(t, "pod-1-target", ev.Name)
+	require.Len(t, ev.OwnerReferences, 1)
+	require.Equal(t, "drain-target", ev.OwnerReferences[0].Name)
+	require.Equal(t, "requester", ev.Labels["e2e.kube-guard.io/drain"])
+	require.Equal(t, "responder", ev.Labels[neverAnswers])
+	require.Equal(t, "responder", ev.Labels[lifecyclev1alpha1.EvictionResponderImperativeEviction])
+	state, own := responderOf(ev, neverAnswers)
+	require.Equal(t, lifecyclev1alpha1.ResponderStateActive, state, "the pod's own responder goes first")
+	require.NotNil(t, own.StartTime)
+	state, _ = responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+	require.Equal(t, lifecyclev1alpha1.ResponderStateInactive, state)
+
+	_, err := c.Client.LifecycleV1alpha1().EvictionRequests(ns).Create(ctx, &lifecyclev1alpha1.EvictionRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "autoscale-target"},
+		Spec: lifecyclev1alpha1.EvictionRequestSpec{
+			Target:    lifecyclev1alpha1.EvictionRequestTarget{Pod: &lifecyclev1alpha1.EvictionRequestPodReference{Name: pod.Name, UID: pod.UID}},
+			Requester: "autoscaler.e2e.kube-guard.io/scale-down",
+			Intent:    lifecyclev1alpha1.EvictionRequestIntentEviction,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c.Poll(t, "the second request to join the Eviction", func(ctx context.Context) (bool, error) {
+		joined, err := c.Client.LifecycleV1alpha1().Evictions(ns).Get(ctx, ev.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(joined.OwnerReferences) == 2 && len(joined.Status.Requesters) == 2, nil
+	})
+	list, err := c.Client.LifecycleV1alpha1().Evictions(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1, "one Eviction per pod")
 }
 
 // requireEvictionRequestAPI skips a test on a cluster whose apiserver runs
@@ -296,10 +316,7 @@ func TestEvictionRequestAPINotServedGateOff(t *testing.T) {
 	require.Contains(t, d.log.String(), "--runtime-config=lifecycle.k8s.io/v1alpha1=true")
 
 	logs := os.Getenv("KUBE_GUARD_E2E_COMPONENT_LOGS")
-	if logs == "" {
-		t.Log("KUBE_GUARD_E2E_COMPONENT_LOGS is not set: kube-controller-manager's log is not checked")
-		return
-	}
+	require.NotEmpty(t, logs, "KUBE_GUARD_E2E_COMPONENT_LOGS must name the directory of kube-controller-manager.log (make e2e sets it): this test checks what kube-controller-manager says")
 	kcmLog := filepath.Join(logs, "kube-controller-manager.log")
 	for _, controller := range []string{"evictionrequest-controller", "imperative-eviction-responder-controller"} {
 		c.Poll(t, "kube-controller-manager to say why "+controller+" does not start", func(context.Context) (bool, error) {

@@ -19,6 +19,7 @@ import (
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -76,18 +77,27 @@ func TestDeschedulerEvacuationModeEvictionRequests(t *testing.T) {
 	// never answers within the test.
 	createEvictionRequest(t, c.Cluster, busy, "someone-else")
 
+	// The descheduler deletes its finished requests: read their last states.
+	last := c.watchLifecycleObjects(t, ns)
 	d := c.startDescheduler(t, evictionRequestPolicy(ns, ""), time.Second, evictionRequestGates, "--kubeconfig="+c.shippedRBACKubeconfig(t))
 
+	var webRequest string
 	c.Poll(t, "the descheduler to request the evictions of vm and web", func(ctx context.Context) (bool, error) {
 		byPod, err := requestsOf(ctx, c, ns, deschedulerRequester)
 		if err != nil {
 			return false, err
 		}
-		return len(byPod["vm"]) == 1 && len(byPod["web"]) == 1, nil
+		if len(byPod["web"]) == 1 {
+			webRequest = byPod["web"][0].Name
+		}
+		return len(byPod["vm"]) == 1 && webRequest != "", nil
 	})
 
 	// web has no responder of its own: kube-controller-manager evicts it.
-	waitRequestTargetEvicted(t, c.Cluster, ns, requestName(t, c, ns, "web"))
+	c.Poll(t, "web's request to report TargetEvicted", func(context.Context) (bool, error) {
+		er, _ := last.get(webRequest)
+		return er != nil && meta.IsStatusConditionTrue(er.(*lifecyclev1alpha1.EvictionRequest).Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)), nil
+	})
 
 	// vm's own responder goes first; the pod is still there, so nobody
 	// called the eviction API for it.
@@ -171,8 +181,8 @@ func TestDeschedulerEvacuationModeRefusesBadSetups(t *testing.T) {
 	for _, tc := range []struct {
 		name, requester, gates, want string
 	}{
-		{"gate off", deschedulerRequester, "EvictionsInBackground=true", "needs the EvictionRequestAPI feature gate"},
-		{"reserved requester", "descheduler.sigs.k8s.io/main", "EvictionsInBackground=true,EvictionRequestAPI=true", "are reserved"},
+		{"gate off", deschedulerRequester, "EvictionsInBackground=true", "needs the EvacuationByEvictionRequests feature gate"},
+		{"reserved requester", "descheduler.sigs.k8s.io/main", "EvictionsInBackground=true,EvacuationByEvictionRequests=true", "are reserved"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			policy := deschedulerPolicy(ns, "evictionRequests:\n  requester: "+tc.requester+"\n")
@@ -184,7 +194,7 @@ func TestDeschedulerEvacuationModeRefusesBadSetups(t *testing.T) {
 }
 
 // evictionRequestGates are the descheduler's gates of the evacuation mode.
-const evictionRequestGates = "--feature-gates=EvictionsInBackground=true,EvictionRequestAPI=true"
+const evictionRequestGates = "--feature-gates=EvictionsInBackground=true,EvacuationByEvictionRequests=true"
 
 // neverAnswers is a responder nobody plays: a pod that declares it keeps its
 // eviction in progress for the whole test (the controller moves on only

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	lifecyclev1alpha1 "k8s.io/api/lifecycle/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -220,6 +221,9 @@ func TestDeschedulerEvacuationModeThirdPartyResponder(t *testing.T) {
 	ns := c.Namespace(t, "kep4563-third-party")
 	vm := c.evacuationPod(t, ns, "vm", c.Nodes[0].Name, true, false, withResponder(liveMigrator))
 	deletions := c.watchPodDeletions(t, ns)
+	// The descheduler deletes its request once finished, and the garbage
+	// collector the Eviction with it: the test reads their last states.
+	last := c.watchLifecycleObjects(t, ns)
 	r := c.startThirdPartyResponder(t, ns)
 	const ttl = 21 * time.Minute
 	d := c.startDescheduler(t, evictionRequestPolicy(ns, fmt.Sprintf("maxEvacuationRequestTTL: %s\n", ttl)), time.Second, evictionRequestGates)
@@ -255,9 +259,16 @@ func TestDeschedulerEvacuationModeThirdPartyResponder(t *testing.T) {
 	require.Equal(t, first, requestIDs(t, c, ns), "the descheduler asked again")
 
 	close(r.release)
-	waitRequestTargetEvicted(t, c.Cluster, ns, erName)
-	ev, err := c.Client.LifecycleV1alpha1().Evictions(ns).Get(context.Background(), evictionName, metav1.GetOptions{})
-	require.NoError(t, err)
+	c.Poll(t, "the request to report TargetEvicted", func(context.Context) (bool, error) {
+		er, _ := last.get(erName)
+		return er != nil && meta.IsStatusConditionTrue(er.(*lifecyclev1alpha1.EvictionRequest).Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)), nil
+	})
+	var ev *lifecyclev1alpha1.Eviction
+	c.Poll(t, "the Eviction to report TargetEvicted", func(context.Context) (bool, error) {
+		obj, _ := last.get(evictionName)
+		ev, _ = obj.(*lifecyclev1alpha1.Eviction)
+		return ev != nil && meta.IsStatusConditionTrue(ev.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionTargetEvicted)), nil
+	})
 	state, own := responderOf(ev, liveMigrator)
 	require.Equal(t, lifecyclev1alpha1.ResponderStateCompleted, state, "the live migration responder's end state")
 	require.Equal(t, "The VM was live-migrated to another node.", ptr.Deref(own.Message, ""))
@@ -317,4 +328,55 @@ func (c *cluster) watchPodDeletions(t *testing.T, ns string) *podDeletions {
 		<-done
 	})
 	return p
+}
+
+// lifecycleObjects holds the last state seen of each EvictionRequest and
+// Eviction of a namespace, by name, deleted ones included.
+type lifecycleObjects struct {
+	mu   sync.Mutex
+	last map[string]interface{}
+}
+
+func (l *lifecycleObjects) get(name string) (interface{}, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	obj, ok := l.last[name]
+	return obj, ok
+}
+
+// watchLifecycleObjects follows the EvictionRequests and Evictions of ns
+// until the test ends.
+func (c *cluster) watchLifecycleObjects(t *testing.T, ns string) *lifecycleObjects {
+	t.Helper()
+	l := &lifecycleObjects{last: map[string]interface{}{}}
+	record := func(obj interface{}) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if o, ok := obj.(metav1.Object); ok {
+			l.mu.Lock()
+			l.last[o.GetName()] = obj
+			l.mu.Unlock()
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace(ns))
+	for _, informer := range []cache.SharedIndexInformer{
+		factory.Lifecycle().V1alpha1().EvictionRequests().Informer(),
+		factory.Lifecycle().V1alpha1().Evictions().Informer(),
+	} {
+		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    record,
+			UpdateFunc: func(_, obj interface{}) { record(obj) },
+			DeleteFunc: record,
+		})
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	return l
 }

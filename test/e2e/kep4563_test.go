@@ -215,7 +215,9 @@ func releasePod(ctx context.Context, c *framework.Cluster, ns, name string) erro
 
 // TestKEP4563PodResponderGoesFirst: a pod that declares its own eviction
 // responder gets it activated first; the default responder waits until it
-// declines, then evicts, and both end Completed.
+// declines, then evicts, stays Active while the pod terminates (held by a
+// finalizer, as a kubelet holds it for its grace period) and completes once
+// the pod is gone: both end Completed.
 func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 	c := setup(t)
 	requireEvictionRequestAPI(t, c.Cluster)
@@ -266,22 +268,22 @@ func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 		_, err = c.Client.LifecycleV1alpha1().Evictions(ns).UpdateStatus(ctx, ev, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
-	// The default responder evicts (the pod is held terminating) and reports
-	// completion; then the pod may go.
-	c.Poll(t, "the default responder to complete", func(ctx context.Context) (bool, error) {
+	// The default responder evicts (the pod is held terminating) and waits
+	// for the pod to go.
+	c.Poll(t, "the default responder to evict and wait", func(ctx context.Context) (bool, error) {
 		ev, err := evictionOf(ctx, c.Cluster, vm)
 		if err != nil || ev == nil {
 			return false, err
 		}
-		state, _ := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
-		if state == lifecyclev1alpha1.ResponderStateInterrupted || state == lifecyclev1alpha1.ResponderStateCanceled {
-			return false, fmt.Errorf("the default responder ended %s", state)
+		state, status := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+		if state != lifecyclev1alpha1.ResponderStateInactive && state != lifecyclev1alpha1.ResponderStateActive {
+			return false, fmt.Errorf("the default responder ended %s before the pod went", state)
 		}
-		return state == lifecyclev1alpha1.ResponderStateCompleted, nil
+		return state == lifecyclev1alpha1.ResponderStateActive && strings.Contains(ptr.Deref(status.Message, ""), "evicted through the eviction API"), nil
 	})
 	pod, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "vm", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NotNil(t, pod.DeletionTimestamp, "the default responder completed without evicting the pod")
+	require.NotNil(t, pod.DeletionTimestamp, "the default responder did not evict the pod")
 	require.NoError(t, releasePod(context.Background(), c.Cluster, ns, "vm"))
 	waitRequestTargetEvicted(t, c.Cluster, ns, "drain-vm")
 	ev, err = evictionOf(context.Background(), c.Cluster, vm)

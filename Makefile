@@ -122,6 +122,10 @@ codegen: ## Run $(COMPONENT)'s code generators (build/$(COMPONENT)/codegen.sh, u
 test-upstream: ## Upstream unit and integration tests of the packages the patches touch
 	hack/make-rules/test-upstream.sh
 
+.PHONY: test-release-modules
+test-release-modules: ## The series' prefixes in build/*/release-modules on the pristine release with its own go.mod: apply, build, tests
+	hack/make-rules/test-release-modules.sh
+
 ##@ Housekeeping
 
 .PHONY: clean

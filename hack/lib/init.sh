@@ -193,6 +193,24 @@ component::git() {
     -c advice.detachedHead=false "$@"
 }
 
+# touched_go_dirs DIR BASE: the package directories (relative to DIR, sorted,
+# one a line) of the files changed since BASE in the git checkout DIR. A
+# changed file that is not Go code (testdata, fixtures) belongs to the nearest
+# enclosing directory that holds Go files; "." stands for DIR itself.
+touched_go_dirs() {
+  local dir="$1" base="$2" f d
+  GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "${dir}" -c diff.renames=true \
+    diff --name-only --diff-filter=d "${base}" -- | while read -r f; do
+    d="$(dirname "${f}")"
+    while [[ "${d}" != "." ]] && ! compgen -G "${dir}/${d}/*.go" >/dev/null; do
+      d="$(dirname "${d}")"
+    done
+    if [[ "${d}" != "." ]] || compgen -G "${dir}/*.go" >/dev/null; then
+      echo "${d}"
+    fi
+  done | LC_ALL=C sort -u
+}
+
 # component::is_materialised: the tree exists and has the base tag.
 component::is_materialised() {
   [[ -d "${COMPONENT_TREE}/.git" ]] && component::git rev-parse -q --verify "refs/tags/${COMPONENT_BASE_TAG}" >/dev/null

@@ -31,19 +31,6 @@ prefix_patches() {
   done
 }
 
-# touched_packages DIR BASE: ./<dir> of every Go package changed since BASE in
-# the checkout DIR (a changed non-Go file counts for its nearest Go package).
-touched_packages() {
-  local dir="$1" base="$2" f d
-  git -C "${dir}" diff --name-only --diff-filter=d "${base}" -- | while read -r f; do
-    d="$(dirname "${f}")"
-    while [[ "${d}" != "." ]] && ! compgen -G "${dir}/${d}/*.go" >/dev/null; do
-      d="$(dirname "${d}")"
-    done
-    [[ "${d}" == "." ]] || echo "./${d}"
-  done | LC_ALL=C sort -u
-}
-
 # check_prefix NAME LAST: one prefix of the loaded component.
 check_prefix() {
   local name="$1" last="$2" dir skip patches pkgs status=0
@@ -60,7 +47,7 @@ check_prefix() {
   log "${COMPONENT_NAME} ${name}: patches 0001-${last} on ${COMPONENT_UPSTREAM_TAG} with its own go.mod"
   GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "${dir}" -c commit.gpgsign=false am -q --3way "${patches[@]}" ||
     fatal "${COMPONENT_NAME} ${name}: patches 0001-${last} do not apply to ${COMPONENT_UPSTREAM_TAG} (scratch checkout: ${dir})"
-  mapfile -t pkgs < <(touched_packages "${dir}" "${COMPONENT_UPSTREAM_TAG}")
+  mapfile -t pkgs < <(touched_go_dirs "${dir}" "${COMPONENT_UPSTREAM_TAG}" | sed 's#^#./#')
   skip="$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${REPO_ROOT}/build/${COMPONENT_NAME}/known-failures" 2>/dev/null | paste -sd'|' -)"
   local skipflag=()
   [[ -z "${skip}" ]] || skipflag=(-skip "${skip}")

@@ -16,22 +16,6 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
-# touched_dirs: the package directories of the files changed on top of base.
-# A changed file that is not Go code (testdata, fixtures) belongs to the
-# nearest enclosing directory that holds Go files.
-touched_dirs() {
-  local f d
-  component::git diff --name-only --diff-filter=d "${COMPONENT_BASE_TAG}" -- | while read -r f; do
-    d="$(dirname "${f}")"
-    while [[ "${d}" != "." ]] && ! compgen -G "${COMPONENT_TREE}/${d}/*.go" >/dev/null; do
-      d="$(dirname "${d}")"
-    done
-    if [[ "${d}" != "." ]] || compgen -G "${COMPONENT_TREE}/*.go" >/dev/null; then
-      echo "${d}"
-    fi
-  done | LC_ALL=C sort -u
-}
-
 # list_file NAME: the non-comment lines of build/<component>/NAME, if any.
 list_file() {
   local f="${REPO_ROOT}/build/${COMPONENT_NAME}/$1"
@@ -45,7 +29,7 @@ test_component() {
   shift
   component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply' first"
   local dirs unit=() integration=() d skip status=0
-  mapfile -t dirs < <(touched_dirs)
+  mapfile -t dirs < <(touched_go_dirs "${COMPONENT_TREE}" "${COMPONENT_BASE_TAG}")
   if [[ ${#dirs[@]} -eq 0 ]]; then
     log "patches/${COMPONENT_NAME} touches no Go package: no upstream tests to run"
     return 0

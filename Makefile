@@ -74,7 +74,7 @@ kind-down: ## Delete the kind cluster of kind-up
 kind-e2e: ## test/e2e on the kind cluster (real kubelets), then upstream's e2e.test focused on preemption, disruption and PriorityClass
 	hack/make-rules/kind-e2e.sh
 
-##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env)
+##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env). A new patch goes into a topic: a 'Topic: <topic>' trailer, the topic listed in patches/<c>/topics with a TOPIC.md (docs/development.md)
 
 .PHONY: materialize
 materialize: ## Rebuild the pristine upstream tree under _output/src/$(COMPONENT)
@@ -85,7 +85,7 @@ apply: ## Materialise, then `git am` patches/$(COMPONENT) onto it
 	hack/make-rules/apply.sh $(COMPONENT)
 
 .PHONY: export-patches
-export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patches/$(COMPONENT)
+export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patches/$(COMPONENT)/<topic>/, each by its 'Topic:' trailer
 	hack/make-rules/export.sh $(COMPONENT)
 
 .PHONY: rebase
@@ -99,6 +99,14 @@ rebase-abort: ## Abandon a rebase of $(COMPONENT) in progress: the tree goes bac
 .PHONY: rebase-report
 rebase-report: ## Try every series on each newer upstream release the proxy serves; writes docs/rebase-report.md
 	hack/make-rules/rebase-report.sh
+
+.PHONY: topic-test
+topic-test: ## One topic (TOPIC=, COMPONENT=kubernetes) with only the topics it depends on, on the pinned base: build, and upstream's tests of the packages it touches
+	hack/make-rules/topic-test.sh $(COMPONENT) $(TOPIC)
+
+.PHONY: upstream-pr
+upstream-pr: ## One topic (TOPIC=, COMPONENT=kubernetes) as an upstream pull request: branch upstream-pr/<topic> on the pristine release, format-patch files and PULL_REQUEST.md under _output/upstream-pr/ (refused unless gofmt, api-lint, codegen pass)
+	hack/make-rules/upstream-pr.sh $(COMPONENT) $(TOPIC)
 
 ##@ Parts of build and test
 
@@ -123,7 +131,7 @@ test-upstream: ## Upstream unit and integration tests of the packages the patche
 	hack/make-rules/test-upstream.sh
 
 .PHONY: test-release-modules
-test-release-modules: ## The series' prefixes in build/*/release-modules on the pristine release with its own go.mod: apply, build, tests
+test-release-modules: ## The topics in build/*/release-modules, with their dependencies, on the pristine release with its own go.mod: apply, build, tests
 	hack/make-rules/test-release-modules.sh
 
 ##@ Housekeeping

@@ -75,7 +75,9 @@ component::load() {
   COMPONENT_VERSION="${UPSTREAM_VERSION:?${env}: UPSTREAM_VERSION is not set}"
   COMPONENT_STAGING_VERSION="${STAGING_VERSION:-}"
   COMPONENT_GENERATED_PATHS="${GENERATED_PATHS:-}"
-  COMPONENT_TREE="${OUTPUT_SRC}/${name}"
+  # COMPONENT_TREE_AT stands for the tree where a script must work on another
+  # checkout of it (make topic-test's worktree of one topic).
+  COMPONENT_TREE="${COMPONENT_TREE_AT:-${OUTPUT_SRC}/${name}}"
   COMPONENT_PATCHES="${REPO_ROOT}/patches/${name}"
   COMPONENT_OVERLAY="${REPO_ROOT}/build/${name}/overlay"
   # Tags in the materialised tree: the untouched upstream, and the base the
@@ -213,7 +215,7 @@ touched_go_dirs() {
 
 # component::is_materialised: the tree exists and has the base tag.
 component::is_materialised() {
-  [[ -d "${COMPONENT_TREE}/.git" ]] && component::git rev-parse -q --verify "refs/tags/${COMPONENT_BASE_TAG}" >/dev/null
+  [[ -e "${COMPONENT_TREE}/.git" ]] && component::git rev-parse -q --verify "refs/tags/${COMPONENT_BASE_TAG}" >/dev/null
 }
 
 # component::format_patches DIR: writes the commits base..HEAD of the tree into
@@ -227,21 +229,155 @@ component::format_patches() {
     -o "${out}" "${COMPONENT_BASE_TAG}..HEAD"
 }
 
-# component::series_id: one hash for the patch files in patches/<component>.
-component::series_id() {
-  local f
-  {
-    shopt -s nullglob
-    for f in "${COMPONENT_PATCHES}"/*.patch; do
-      printf '%s\n' "$(basename "${f}")"
-      sha256sum <"${f}"
-    done
-  } | sha256sum | cut -d' ' -f1
+# The series of a component is a list of topics (patches/<c>/topics, one
+# name a line, in `git am` order); each topic is a folder patches/<c>/<topic>/
+# with its patches (numbered from 0001 in the topic) and a TOPIC.md whose
+# header (the "Key: value" lines after its title) says what the topic is:
+#   Upstream-Status: not-proposed | proposal-drafted | pr-open <URL> |
+#                    merged <version> (drop on rebase)
+#   KEP: or Bug: <URL> (or "none"), Gates: <gate>... or none,
+#   Depends: <topic>... or none (topics it needs; they come before it).
+# Every commit says its topic in a "Topic: <name>" trailer, which is how the
+# export files it (component::export_series).
+
+# component::topics: the loaded component's topics, in order, one a line.
+component::topics() {
+  local f="${COMPONENT_PATCHES}/topics"
+  [[ -f "${f}" ]] || return 0
+  sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${f}"
 }
 
-# component::series_files: the patch files, in order.
+# component::topic_files TOPIC: that topic's patch files, in order.
+component::topic_files() {
+  find "${COMPONENT_PATCHES}/$1" -maxdepth 1 -type f -name '*.patch' 2>/dev/null | LC_ALL=C sort
+}
+
+# component::topic_field TOPIC KEY: the value of KEY in the header of
+# patches/<c>/TOPIC/TOPIC.md (empty when it has none).
+component::topic_field() {
+  local f="${COMPONENT_PATCHES}/$1/TOPIC.md"
+  [[ -f "${f}" ]] || return 0
+  awk -v key="$2" 'NR == 1 { next } NR > 2 && /^$/ { exit } index($0, key ": ") == 1 { print substr($0, length(key) + 3) }' "${f}"
+}
+
+# component::topic_closure TOPIC...: the TOPICs and every topic they depend
+# on (Depends, transitively), in the order of the list, one a line. Fails on a
+# topic that is not in the list.
+component::topic_closure() {
+  local -A want=()
+  local -a todo=("$@")
+  local t d
+  while ((${#todo[@]} > 0)); do
+    t="${todo[0]}"
+    todo=("${todo[@]:1}")
+    [[ -z "${want[${t}]:-}" ]] || continue
+    component::topics | grep -qxF -- "${t}" || fatal "patches/${COMPONENT_NAME}/topics has no topic '${t}' (it has: $(component::topics | paste -sd' ' -))"
+    want["${t}"]=1
+    for d in $(component::topic_field "${t}" Depends); do
+      [[ "${d}" == none ]] || todo+=("${d}")
+    done
+  done
+  while read -r t; do
+    [[ -z "${want[${t}]:-}" ]] || echo "${t}"
+  done < <(component::topics)
+}
+
+# component::patch_trailer FILE KEY: the values of the trailer KEY in the
+# message of the patch FILE, one a line.
+component::patch_trailer() {
+  sed -n '/^$/,/^---$/p' "$1" | git interpret-trailers --parse | sed -n "s/^$2: //p"
+}
+
+# component::patch_name FILE: a patch file as patches/<c>/ names it,
+# "<topic>/<NNNN-subject>.patch".
+component::patch_name() {
+  printf '%s\n' "${1#"${COMPONENT_PATCHES}/"}"
+}
+
+# component::export_series DIR: writes the commits base..HEAD of the tree
+# into DIR/<topic>/ by their Topic trailers, numbered from 0001 in each topic
+# (component::format_patches' format otherwise). Fails, saying what to do, on
+# a commit without a topic, with a topic that is not in the list, or out of
+# the list's order (the series applies topic after topic).
+component::export_series() {
+  local out="$1" tmp f t name i prev=-1 n
+  local -a topics=()
+  local -A index=() count=()
+  mapfile -t topics < <(component::topics)
+  for i in "${!topics[@]}"; do index["${topics[${i}]}"]="${i}"; done
+  tmp="$(mktemp -d)"
+  component::format_patches "${tmp}"
+  for f in "${tmp}"/*.patch; do
+    [[ -f "${f}" ]] || continue
+    t="$(component::patch_trailer "${f}" Topic)"
+    name="$(sed -n 's/^Subject: \[PATCH\] //p' "${f}")"
+    if [[ -z "${t}" || "$(wc -l <<<"${t}")" -gt 1 ]]; then
+      rm -rf "${tmp}"
+      fatal "commit '${name}' in ${COMPONENT_TREE} needs one 'Topic: <name>' trailer (one of: ${topics[*]}; a new topic is a line in patches/${COMPONENT_NAME}/topics and a patches/${COMPONENT_NAME}/<name>/TOPIC.md): git commit --amend, see docs/development.md"
+    fi
+    if [[ -z "${index[${t}]:-}" ]]; then
+      rm -rf "${tmp}"
+      fatal "commit '${name}' says Topic: ${t}, which patches/${COMPONENT_NAME}/topics does not list (add it there, with patches/${COMPONENT_NAME}/${t}/TOPIC.md)"
+    fi
+    if ((index[${t}] < prev)); then
+      rm -rf "${tmp}"
+      fatal "commit '${name}' (topic ${t}) comes after commits of topic ${topics[${prev}]}, which patches/${COMPONENT_NAME}/topics puts after ${t}: move it up to the end of its topic (git rebase -i in ${COMPONENT_TREE})"
+    fi
+    prev="${index[${t}]}"
+    n=$((${count[${t}]:-0} + 1))
+    count["${t}"]="${n}"
+    mkdir -p "${out}/${t}"
+    mv "${f}" "${out}/${t}/$(printf '%04d' "${n}")-$(basename "${f}" | cut -c6-)"
+  done
+  rm -rf "${tmp}"
+}
+
+# component::topic_worktree TOPIC: a git worktree of the loaded component's
+# tree at _output/src/topic-test-<c> (next to the tree, so that a
+# component's relative replaces still resolve), reset to its base tag and
+# given the patches of TOPIC and of the topics it depends on with `git am`;
+# prints its path. It keeps one path, so that the Go build cache serves the
+# next topic; the materialised tree itself is not touched.
+component::topic_worktree() {
+  local topic="$1" dir t
+  local -a closure=() patches=()
+  mapfile -t closure < <(component::topic_closure "${topic}")
+  for t in "${closure[@]}"; do mapfile -t -O "${#patches[@]}" patches < <(component::topic_files "${t}"); done
+  dir="${OUTPUT_SRC}/topic-test-${COMPONENT_NAME}"
+  component::git worktree prune
+  if ! component::git worktree list --porcelain | grep -qxF "worktree ${dir}"; then
+    rm -rf "${dir}"
+    component::git worktree add --quiet --detach "${dir}" "${COMPONENT_BASE_TAG}" >&2
+  fi
+  (
+    COMPONENT_TREE="${dir}"
+    component::git am --abort >/dev/null 2>&1 || true
+    component::git checkout --quiet --force --detach "${COMPONENT_BASE_TAG}"
+    component::git clean --quiet -fdx
+    log "${COMPONENT_NAME}/${topic}: ${#patches[@]} patches of ${closure[*]} on ${COMPONENT_BASE_TAG} in ${dir#"${REPO_ROOT}/"}"
+    component::git am --quiet --3way --keep-cr --committer-date-is-author-date "${patches[@]}" >&2 ||
+      fatal "${COMPONENT_NAME}/${topic} does not apply with ${closure[*]} to ${COMPONENT_BASE_TAG} (the worktree ${dir} is left as it stopped; make verify checks this)"
+  )
+  printf '%s\n' "${dir}"
+}
+
+# component::series_id: one hash for the patch files of patches/<component>,
+# in order, with their names.
+component::series_id() {
+  local f
+  while read -r f; do
+    component::patch_name "${f}"
+    sha256sum <"${f}"
+  done < <(component::series_files) | sha256sum | cut -d' ' -f1
+}
+
+# component::series_files: the patch files of every topic, topics in the
+# order of the list.
 component::series_files() {
-  find "${COMPONENT_PATCHES}" -maxdepth 1 -type f -name '*.patch' 2>/dev/null | LC_ALL=C sort
+  local t
+  while read -r t; do
+    component::topic_files "${t}"
+  done < <(component::topics)
 }
 
 # Where the tree remembers the last time it was in step with patches/:

@@ -37,7 +37,7 @@ for p in "${patches[@]}"; do
     conflicts="$(component::git diff --name-only --diff-filter=U 2>/dev/null | sed 's/^/    /')"
     component::git am --abort >/dev/null 2>&1 || true
     printf '%s\n' "${out}" | sed 's/^/    /' >&2
-    fatal "patches/${COMPONENT_NAME}/$(basename "${p}") does not apply to ${COMPONENT_BASE_TAG}${conflicts:+; conflicting paths:
+    fatal "patches/${COMPONENT_NAME}/$(component::patch_name "${p}") does not apply to ${COMPONENT_BASE_TAG}${conflicts:+; conflicting paths:
 ${conflicts}}"
   fi
 done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Writes the commits on top of base/<version> in the materialised tree back
-# into patches/<component>/ in a reproducible format (see
-# component::format_patches). Materialise, apply and export leave patches/
-# byte-identical.
+# into patches/<component>/<topic>/, each by its "Topic:" trailer, in a
+# reproducible format (see component::export_series). Materialise, apply and
+# export leave patches/ byte-identical. The topics list and each TOPIC.md are
+# written by hand; a commit of a topic the list lacks is refused.
 #
 # Usage: export.sh [component]   (default: kubernetes)
 set -o errexit -o nounset -o pipefail
@@ -19,9 +20,15 @@ fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
-component::format_patches "${tmp}"
+component::export_series "${tmp}"
 mkdir -p "${COMPONENT_PATCHES}"
-find "${COMPONENT_PATCHES}" -maxdepth 1 -type f -name '*.patch' -delete
-find "${tmp}" -maxdepth 1 -type f -name '*.patch' -exec mv {} "${COMPONENT_PATCHES}/" \;
+find "${COMPONENT_PATCHES}" -mindepth 1 -maxdepth 2 -type f -name '*.patch' -delete
+for d in "${tmp}"/*/; do
+  [[ -d "${d}" ]] || continue
+  t="$(basename "${d}")"
+  mkdir -p "${COMPONENT_PATCHES}/${t}"
+  mv "${d}"*.patch "${COMPONENT_PATCHES}/${t}/"
+  [[ -f "${COMPONENT_PATCHES}/${t}/TOPIC.md" ]] || log "patches/${COMPONENT_NAME}/${t}/TOPIC.md is missing: write it (docs/development.md says what it holds)"
+done
 component::record_sync
-log "exported $(component::series_files | wc -l) patches to patches/${COMPONENT_NAME}"
+log "exported $(component::series_files | wc -l) patches in $(component::topics | wc -l) topics to patches/${COMPONENT_NAME}"

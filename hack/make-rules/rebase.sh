@@ -71,7 +71,7 @@ tell_conflict() {
   shift
   {
     printf '\n!!! patches/%s/%s does not apply to %s: the git am session is left open in %s\n' \
-      "${COMPONENT_NAME}" "$(basename "${p}")" "base/${TO}" "$(rel_tree)"
+      "${COMPONENT_NAME}" "$(component::patch_name "${p}")" "base/${TO}" "$(rel_tree)"
     if [[ $# -gt 0 ]]; then
       printf '    conflicting paths:\n'
       for f in "$@"; do
@@ -101,12 +101,12 @@ regenerate() {
   elif [[ "${forced}" != 1 && "${REBASE_REGENERATE:-always}" == conflicts ]]; then
     return 1
   fi
-  log "$(basename "${p}"): regenerating (${steps% })"
+  log "$(component::patch_name "${p}"): regenerating (${steps% })"
   # shellcheck disable=SC2086
-  "${REPO_ROOT}/hack/make-rules/codegen.sh" "${COMPONENT_NAME}" ${steps} >"${OUTPUT_DIR}/logs/rebase-codegen-${COMPONENT_NAME}-$(basename "${p}" .patch).log" 2>&1 ||
-    fatal "the generators failed on $(basename "${p}") (log: ${OUTPUT_DIR}/logs/rebase-codegen-${COMPONENT_NAME}-$(basename "${p}" .patch).log); fix the patch's hand-written part in $(rel_tree), then resume"
+  "${REPO_ROOT}/hack/make-rules/codegen.sh" "${COMPONENT_NAME}" ${steps} >"${OUTPUT_DIR}/logs/rebase-codegen-${COMPONENT_NAME}-$(component::patch_name "${p}" | tr / - | sed "s/\.patch$//").log" 2>&1 ||
+    fatal "the generators failed on $(component::patch_name "${p}") (log: ${OUTPUT_DIR}/logs/rebase-codegen-${COMPONENT_NAME}-$(component::patch_name "${p}" | tr / - | sed "s/\.patch$//").log); fix the patch's hand-written part in $(rel_tree), then resume"
   component::git add --all .
-  REGENERATED+="${REGENERATED:+ }$(basename "${p}")"
+  REGENERATED+="${REGENERATED:+ }$(component::patch_name "${p}")"
 }
 
 # resolve_generated PATHS...: the tree's side of each conflicting generated file.
@@ -249,12 +249,12 @@ if [[ -f "$(state_file)" ]]; then
   if [[ "${APPLYING}" == 1 ]]; then
     # The run before stopped inside `git am`, and the session is over now.
     if [[ "$(component::git rev-parse HEAD)" != "${HEAD_BEFORE}" ]]; then
-      log "$(basename "${patches[${NEXT}]}"): resolved by hand"
-      HAND_RESOLVED+="${HAND_RESOLVED:+ }$(basename "${patches[${NEXT}]}")"
+      log "$(component::patch_name "${patches[${NEXT}]}"): resolved by hand"
+      HAND_RESOLVED+="${HAND_RESOLVED:+ }$(component::patch_name "${patches[${NEXT}]}")"
       APPLIED=1
     else
-      log "$(basename "${patches[${NEXT}]}"): skipped (git am --skip): dropped from the series"
-      DROPPED+="${DROPPED:+ }$(basename "${patches[${NEXT}]}")"
+      log "$(component::patch_name "${patches[${NEXT}]}"): skipped (git am --skip): dropped from the series"
+      DROPPED+="${DROPPED:+ }$(component::patch_name "${patches[${NEXT}]}")"
       NEXT=$((NEXT + 1))
     fi
     APPLYING=0
@@ -267,7 +267,7 @@ fi
 
 while [[ "${NEXT}" -lt "${#patches[@]}" ]]; do
   p="${patches[${NEXT}]}"
-  name="$(basename "${p}")"
+  name="$(component::patch_name "${p}")"
   if [[ "${APPLIED}" != 1 ]]; then
     HEAD_BEFORE="$(component::git rev-parse HEAD)"
     APPLYING=1 GEN_CONFLICT=0

@@ -19,7 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 component::load "${1:?usage: verify-codegen.sh COMPONENT [STEP...]}"
 shift
 [[ -f "${REPO_ROOT}/build/${COMPONENT_NAME}/codegen.sh" ]] || { log "${COMPONENT_NAME}: no codegen hook, nothing to verify"; exit 0; }
-[[ -d "${COMPONENT_TREE}/.git" ]] || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${COMPONENT_NAME}' first"
+[[ -e "${COMPONENT_TREE}/.git" ]] || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${COMPONENT_NAME}' first"
 
 dirty="$(component::git status --porcelain)"
 if [[ -n "${dirty}" ]]; then

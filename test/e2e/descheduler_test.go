@@ -708,7 +708,7 @@ func TestDeschedulerEvacuationMarkerAfterWebhookPrefix(t *testing.T) {
 
 // TestDeschedulerEvacuationDryRun: a one-shot --dry-run (one cycle, then
 // exit) reports the eviction of an ordinary pod in that one cycle: the dry
-// run starts from the whole cluster (descheduler 0001; v0.36's first dry-run
+// run starts from the whole cluster (descheduler dry-run/0001; v0.36's first dry-run
 // cycle often ran on an empty copy and reported nothing). No eviction request
 // reaches the webhook, no pod goes, and a pod whose eviction is in progress
 // is not reported evicted. Two runs, as v0.36's race lost most of them.

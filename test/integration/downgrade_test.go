@@ -23,7 +23,7 @@ import (
 )
 
 // The protobuf field number of allowDisruptionByPriorityGreaterThanOrEqual in
-// PodSpec and PriorityClass (patch 0004): out of upstream's sequence, so that
+// PodSpec and PriorityClass (patch kep-3280/0002): out of upstream's sequence, so that
 // no later upstream release reads the stored value as one of its own fields.
 const disruptionPolicyFieldNumber = 3280
 

@@ -51,7 +51,7 @@ var removals = []removal{
 		},
 	},
 	{
-		// The gate on before patch 0014 (the KEP-3280 executor) stopped
+		// The gate on before patch kep-3280/0011 (the KEP-3280 executor) stopped
 		// setting the scheduler's condition on victims it evicts: the
 		// DisruptionTarget patch, then the eviction, which replaces the
 		// condition with its own. Not in the bench report (no variant);

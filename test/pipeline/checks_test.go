@@ -71,8 +71,98 @@ func TestTrailerCheck(t *testing.T) {
 	r.export(t)
 	out, err := r.run(t, nil, "verify/trailers.sh", throwaway)
 	require.Error(t, err, out)
-	require.Contains(t, out, "patches/uuid/0001-doc-no-trailer.patch: no Rebase-Policy trailer")
-	require.Contains(t, out, "patches/uuid/0002-uuid-add-Min-generated-no-Regenerate.patch: changes the generated file zz_generated.exports.txt but has no Regenerate trailer")
+	require.Contains(t, out, "patches/uuid/fix/0001-doc-no-trailer.patch: no Rebase-Policy trailer")
+	require.Contains(t, out, "patches/uuid/fix/0002-uuid-add-Min-generated-no-Regenerate.patch: changes the generated file zz_generated.exports.txt but has no Regenerate trailer")
 	require.Contains(t, out, "0003-doc-a-bad-policy.patch: Rebase-Policy 'keep' is neither")
 	require.Contains(t, out, "0003-doc-a-bad-policy.patch: Regenerate step 'nonsense' is not one of")
+}
+
+// TestTopicsCheck: a topic that needs another without declaring it does not
+// apply alone, and the check says so; declared, it passes. Metadata a
+// reader cannot trust (an unknown upstream status, a dependency listed
+// after the topic) is reported too.
+func TestTopicsCheck(t *testing.T) {
+	r := newRebaseRepo(t)
+	topics := filepath.Join(r.dir, "patches", throwaway)
+	writeTopic := func(name, header string) {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(filepath.Join(topics, name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(topics, name, "TOPIC.md"),
+			[]byte("# The "+name+" topic\n\n"+header+"\nWhat it does.\n"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(topics, "topics"), []byte("fix\nmore\n"), 0o644))
+	writeTopic("more", "Upstream-Status: not-proposed\nBug: none\nGates: none\nDepends: none\n")
+
+	r.replace(t, "doc.go", "// Package uuid", "// A first change.\n//\n// Package uuid")
+	r.commit(t, "doc: a first change", "Rebase-Policy: carry")
+	r.replace(t, "doc.go", "// A first change.", "// A change on the first one.")
+	r.git(t, "add", "--all", ".")
+	r.git(t, "commit", "--quiet", "-m", "doc: a change on the first one\n\nIt needs the first.\n\nRebase-Policy: carry\nTopic: more\n")
+	r.export(t)
+	require.FileExists(t, filepath.Join(topics, "more", "0001-doc-a-change-on-the-first-one.patch"), "numbered in its topic")
+
+	out, err := r.run(t, nil, "verify/topics.sh", throwaway)
+	require.Error(t, err, out)
+	require.Contains(t, out, "patches/uuid/more does not apply alone (with no other topic) to a fresh base/v1.5.0: declare what it needs in its TOPIC.md's Depends")
+	require.Contains(t, out, "uuid/fix: applies alone (fix; 1 patches)")
+
+	writeTopic("more", "Upstream-Status: not-proposed\nBug: none\nGates: none\nDepends: fix\n")
+	out = r.mustRun(t, "verify/topics.sh", throwaway)
+	require.Contains(t, out, "uuid/more: applies alone (fix more; 2 patches)")
+
+	writeTopic("fix", "Upstream-Status: maybe\nBug: none\nGates: none\nDepends: more\n")
+	out, err = r.run(t, nil, "verify/topics.sh", throwaway)
+	require.Error(t, err, out)
+	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Upstream-Status 'maybe' is not one of")
+	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: depends on more, which the list puts after it")
+}
+
+// TestUpstreamPR: a topic becomes a branch on the pristine release with its
+// dependencies' commits first, its own commits as format-patch files
+// without the fork's trailers, and a description; a topic whose messages
+// name the fork is refused.
+func TestUpstreamPR(t *testing.T) {
+	r := newRebaseRepo(t)
+	topics := filepath.Join(r.dir, "patches", throwaway)
+	require.NoError(t, os.WriteFile(filepath.Join(topics, "topics"), []byte("fix\nmore\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(topics, "more"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(topics, "more", "TOPIC.md"), []byte("# Another line of docs\n\n"+
+		"Upstream-Status: not-proposed\nBug: https://github.com/google/uuid/issues/1\nGates: none\nDepends: fix\nKind: cleanup\n\n"+
+		"Says more in doc.go.\n\n## Benchmarks\n\nNone to speak of.\n\n## Release note\n\n```release-note\nuuid's docs say more.\n```\n"), 0o644))
+	r.replace(t, "doc.go", "// Package uuid", "// A first change.\n//\n// Package uuid")
+	r.commit(t, "doc: a first change", "Rebase-Policy: carry")
+	r.replace(t, "doc.go", "// A first change.", "// A change on the first one.")
+	r.git(t, "add", "--all", ".")
+	r.git(t, "commit", "--quiet", "-m", "doc: a change on the first one\n\nIt needs the first.\n\nRebase-Policy: carry\nTopic: more\n")
+	r.export(t)
+
+	out := r.mustRun(t, "upstream-pr.sh", throwaway, "more")
+	require.Contains(t, out, "uuid/more: branch upstream-pr/more")
+	pr := filepath.Join(r.dir, "_output", "upstream-pr", throwaway, "more")
+	patches, err := filepath.Glob(filepath.Join(pr, "patches", "*.patch"))
+	require.NoError(t, err)
+	require.Len(t, patches, 1, "only the topic's own commits")
+	p, err := os.ReadFile(patches[0])
+	require.NoError(t, err)
+	require.Contains(t, string(p), "Subject: [PATCH] doc: a change on the first one")
+	require.NotContains(t, string(p), "Topic:")
+	require.NotContains(t, string(p), "Rebase-Policy:")
+	require.Equal(t, "doc: a change on the first one\ndoc: a first change",
+		r.git(t, "log", "--format=%s", "upstream/"+throwawayFrom+"..upstream-pr/more"), "the dependency's commit first, on the pristine release")
+	desc, err := os.ReadFile(filepath.Join(pr, "PULL_REQUEST.md"))
+	require.NoError(t, err)
+	for _, want := range []string{"/kind cleanup", "Says more in doc.go.", "- doc: a change on the first one",
+		"https://github.com/google/uuid/issues/1", "This builds on the pull request(s) of: fix", "None to speak of.",
+		"```release-note\nuuid's docs say more.\n```"} {
+		require.Contains(t, string(desc), want)
+	}
+
+	r.replace(t, "doc.go", "// A change on the first one.", "// A change for kube-guard only.")
+	r.git(t, "add", "--all", ".")
+	r.git(t, "commit", "--quiet", "-m", "doc: say kube-guard\n\nFor kube-guard.\n\nRebase-Policy: carry\nTopic: more\n")
+	r.export(t)
+	out, err = r.run(t, nil, "upstream-pr.sh", throwaway, "more")
+	require.Error(t, err, out)
+	require.Contains(t, out, "more/0002-doc-say-kube-guard.patch: its message names the fork")
+	require.Contains(t, out, "is not ready for an upstream pull request")
 }

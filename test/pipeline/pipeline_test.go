@@ -53,7 +53,17 @@ func run(m *testing.M) int {
 			panic(string(out))
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(scratch, "patches", "kubernetes"), 0o755); err != nil {
+	// The scratch series has two topics, in this order.
+	for _, topic := range []string{"sched", "api"} {
+		if err := os.MkdirAll(filepath.Join(scratch, "patches", "kubernetes", topic), 0o755); err != nil {
+			panic(err)
+		}
+		md := "# The " + topic + " topic of the pipeline tests\n\nUpstream-Status: not-proposed\nBug: none\nGates: none\nDepends: none\n\nA test topic.\n"
+		if err := os.WriteFile(filepath.Join(scratch, "patches", "kubernetes", topic, "TOPIC.md"), []byte(md), 0o644); err != nil {
+			panic(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(scratch, "patches", "kubernetes", "topics"), []byte("# test topics\nsched\napi\n"), 0o644); err != nil {
 		panic(err)
 	}
 	tree = filepath.Join(scratch, "_output", "src", "kubernetes")
@@ -116,16 +126,19 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 
 func patchesDir() string { return filepath.Join(scratch, "patches", "kubernetes") }
 
-// readPatches returns the patch files of the scratch series by name.
+// readPatches returns the patch files of the scratch series by
+// "<topic>/<name>".
 func readPatches(t *testing.T) map[string]string {
 	t.Helper()
-	entries, err := os.ReadDir(patchesDir())
+	matches, err := filepath.Glob(filepath.Join(patchesDir(), "*", "*.patch"))
 	require.NoError(t, err)
 	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(patchesDir(), e.Name()))
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
 		require.NoError(t, err)
-		files[e.Name()] = string(b)
+		rel, err := filepath.Rel(patchesDir(), m)
+		require.NoError(t, err)
+		files[rel] = string(b)
 	}
 	return files
 }
@@ -176,14 +189,15 @@ func TestMaterializeEmptySeries(t *testing.T) {
 
 func TestExportRoundTrip(t *testing.T) {
 	appendLine(t, "pkg/scheduler/framework/preemption/preemption.go", "\n// A comment added by the round-trip test.")
-	git(t, "commit", "-q", "-am", "scheduler: first test change", "-m", "Body of the first change.")
+	git(t, "commit", "-q", "-am", "scheduler: first test change", "-m", "Body of the first change.", "-m", "Topic: sched")
 	appendLine(t, "staging/src/k8s.io/api/scheduling/v1/types.go", "\n// Another comment.")
-	git(t, "commit", "-q", "-am", "api: second test change")
+	git(t, "commit", "-q", "-am", "api: second test change", "-m", "Topic: api")
 	want := git(t, "rev-parse", "HEAD^{tree}")
 
 	mustScript(t, "export.sh")
 	exported := readPatches(t)
-	require.Equal(t, []string{"0001-scheduler-first-test-change.patch", "0002-api-second-test-change.patch"}, names(exported))
+	require.Equal(t, []string{"api/0001-api-second-test-change.patch", "sched/0001-scheduler-first-test-change.patch"}, names(exported),
+		"each commit in the folder of its topic, numbered in the topic")
 	for name, p := range exported {
 		require.True(t, strings.HasPrefix(p, "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"), "%s: zeroed From line", name)
 		require.Contains(t, p, "Subject: [PATCH] ", "%s: no n/m numbering", name)
@@ -220,6 +234,39 @@ func TestExportRoundTrip(t *testing.T) {
 	require.Equal(t, exported, readPatches(t), "materialise -> apply -> export leaves patches/ byte-identical")
 }
 
+// TestExportFilesCommitsByTopic: the export refuses, saying what to do, a
+// commit without a topic, with a topic the list lacks, or among the commits
+// of a topic the list puts after its own; patches/ is left as it was.
+func TestExportFilesCommitsByTopic(t *testing.T) {
+	before := git(t, "rev-parse", "HEAD")
+	exported := readPatches(t)
+	defer func() {
+		git(t, "reset", "-q", "--hard", before)
+		require.Equal(t, exported, readPatches(t), "a refused export leaves patches/ as it was")
+	}()
+	for _, tc := range []struct {
+		name, trailer, want string
+	}{
+		{"no topic", "", "needs one 'Topic: <name>' trailer (one of: sched api;"},
+		{"unknown topic", "Topic: nope", "says Topic: nope, which patches/kubernetes/topics does not list"},
+		{"out of order", "Topic: sched", "comes after commits of topic api, which patches/kubernetes/topics puts after sched"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			git(t, "reset", "-q", "--hard", before)
+			appendLine(t, "pkg/scheduler/scheduler.go", "\n// "+tc.name)
+			args := []string{"commit", "-q", "-am", "scheduler: " + tc.name}
+			if tc.trailer != "" {
+				args = append(args, "-m", tc.trailer)
+			}
+			git(t, args...)
+			out, err := script(t, nil, "export.sh")
+			require.Error(t, err, out)
+			require.Contains(t, out, tc.want)
+			require.Equal(t, exported, readPatches(t))
+		})
+	}
+}
+
 func TestConflictingPatchStops(t *testing.T) {
 	before := git(t, "rev-parse", "HEAD")
 	conflict := `From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
@@ -240,13 +287,13 @@ diff --git a/staging/src/k8s.io/api/scheduling/v1/types.go b/staging/src/k8s.io/
 +Copyright 2000 Nor This One.
  
 `
-	path := filepath.Join(patchesDir(), "0003-conflicting-change.patch")
+	path := filepath.Join(patchesDir(), "api", "0002-conflicting-change.patch")
 	require.NoError(t, os.WriteFile(path, []byte(conflict), 0o644))
 	defer os.Remove(path)
 
 	out, err := script(t, nil, "apply.sh")
 	require.Error(t, err, "a patch that does not apply must fail the apply:\n%s", out)
-	require.Contains(t, out, "patches/kubernetes/0003-conflicting-change.patch does not apply to "+kube.BaseTag())
+	require.Contains(t, out, "patches/kubernetes/api/0002-conflicting-change.patch does not apply to "+kube.BaseTag())
 	require.Contains(t, out, "staging/src/k8s.io/api/scheduling/v1/types.go")
 	// The patches before it are applied; no am session is left behind.
 	require.Equal(t, "api: second test change", git(t, "log", "-1", "--format=%s"))
@@ -263,9 +310,9 @@ func TestUnexportedWorkIsNeverDiscarded(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, out, "uncommitted edits")
 
-	git(t, "commit", "-q", "-am", "scheduler: work in progress")
+	git(t, "commit", "-q", "-am", "scheduler: work in progress", "-m", "Topic: api")
 	// patches/ changes underneath (as after a pull): re-applying would drop the new commit.
-	require.NoError(t, os.Remove(filepath.Join(patchesDir(), "0002-api-second-test-change.patch")))
+	require.NoError(t, os.Remove(filepath.Join(patchesDir(), "api", "0001-api-second-test-change.patch")))
 	out, err = script(t, nil, "apply.sh")
 	require.Error(t, err, "apply must refuse to discard an unexported commit:\n%s", out)
 	require.Contains(t, out, "not exported")
@@ -315,14 +362,15 @@ func TestDeschedulerComponent(t *testing.T) {
 	_, err = f.WriteString("\n// A comment added by the descheduler round-trip test.\n")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	dgit("commit", "-q", "-am", "version: test change")
+	dgit("commit", "-q", "-am", "version: test change", "-m", "Topic: version")
 	want := dgit("rev-parse", "HEAD^{tree}")
+	require.NoError(t, os.MkdirAll(dpatches, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dpatches, "topics"), []byte("version\n"), 0o644))
 	mustScript(t, "export.sh", "descheduler")
-	entries, err := os.ReadDir(dpatches)
+	entries, err := filepath.Glob(filepath.Join(dpatches, "*", "*.patch"))
 	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	require.Equal(t, "0001-version-test-change.patch", entries[0].Name())
-	exported, err := os.ReadFile(filepath.Join(dpatches, entries[0].Name()))
+	require.Equal(t, []string{filepath.Join(dpatches, "version", "0001-version-test-change.patch")}, entries)
+	exported, err := os.ReadFile(entries[0])
 	require.NoError(t, err)
 
 	require.NoError(t, os.RemoveAll(dtree))
@@ -330,7 +378,7 @@ func TestDeschedulerComponent(t *testing.T) {
 	require.Contains(t, out, "applying 1 patches from patches/descheduler")
 	require.Equal(t, want, dgit("rev-parse", "HEAD^{tree}"))
 	mustScript(t, "export.sh", "descheduler")
-	again, err := os.ReadFile(filepath.Join(dpatches, entries[0].Name()))
+	again, err := os.ReadFile(entries[0])
 	require.NoError(t, err)
 	require.Equal(t, string(exported), string(again), "materialise -> apply -> export leaves patches/descheduler byte-identical")
 }

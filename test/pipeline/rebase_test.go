@@ -64,7 +64,11 @@ func newRebaseRepo(t *testing.T) *rebaseRepo {
 	require.NoError(t, os.MkdirAll(comp, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(comp, "component.env"), []byte(throwawayEnv), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(comp, "codegen.sh"), []byte(throwawayCodegen), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "patches", throwaway), 0o755))
+	// One topic, "fix", holds the throwaway series.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "patches", throwaway, "fix"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "patches", throwaway, "topics"), []byte("fix\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "patches", throwaway, "fix", "TOPIC.md"),
+		[]byte("# Fixes of the throwaway component\n\nUpstream-Status: not-proposed\nBug: none\nGates: none\nDepends: none\n\nTest changes.\n"), 0o644))
 	r := &rebaseRepo{dir: dir, tree: filepath.Join(dir, "_output", "src", throwaway)}
 	r.mustRun(t, "materialize.sh", throwaway)
 	return r
@@ -110,14 +114,13 @@ func (r *rebaseRepo) replace(t *testing.T, rel, old, new string) {
 	r.write(t, rel, strings.Replace(s, old, new, 1))
 }
 
-// commit commits everything in the tree with a subject, a body and trailers.
+// commit commits everything in the tree with a subject, a body and trailers
+// (and "Topic: fix" last).
 func (r *rebaseRepo) commit(t *testing.T, subject string, trailers ...string) {
 	t.Helper()
 	r.git(t, "add", "--all", ".")
 	msg := subject + "\n\nA change of the throwaway component.\n"
-	if len(trailers) > 0 {
-		msg += "\n" + strings.Join(trailers, "\n") + "\n"
-	}
+	msg += "\n" + strings.Join(append(trailers, "Topic: fix"), "\n") + "\n"
 	r.git(t, "commit", "--quiet", "-m", msg)
 }
 
@@ -160,11 +163,11 @@ func (r *rebaseRepo) export(t *testing.T) { r.mustRun(t, "export.sh", throwaway)
 
 func (r *rebaseRepo) patchNames(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(r.dir, "patches", throwaway))
+	matches, err := filepath.Glob(filepath.Join(r.dir, "patches", throwaway, "fix", "*.patch"))
 	require.NoError(t, err)
 	var n []string
-	for _, e := range entries {
-		n = append(n, e.Name())
+	for _, m := range matches {
+		n = append(n, filepath.Base(m))
 	}
 	return n
 }
@@ -217,7 +220,7 @@ func TestRebaseClean(t *testing.T) {
 
 	out := r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
 	require.Contains(t, out, "rebased uuid from v1.5.0 onto v1.6.0: 2 patches")
-	require.Contains(t, out, "regenerated: 0002-uuid-add-Min.patch")
+	require.Contains(t, out, "regenerated: fix/0002-uuid-add-Min.patch")
 	r.requireRebased(t, 2)
 	gen := r.read(t, "zz_generated.exports.txt")
 	require.Contains(t, gen, "Max\nMin\n", "the generated file was regenerated on the new base, not merged")
@@ -238,7 +241,7 @@ func TestRebaseGeneratedConflict(t *testing.T) {
 	r.export(t)
 
 	out := r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
-	require.Contains(t, out, "0002-uuid-add-Mid.patch: conflicts only in generated files (1)")
+	require.Contains(t, out, "fix/0002-uuid-add-Mid.patch: conflicts only in generated files (1)")
 	require.NotContains(t, out, "am --continue", "no hand work was asked for")
 	r.requireRebased(t, 2)
 	require.Contains(t, r.read(t, "zz_generated.exports.txt"), "IsInvalidLengthError\nMax\nMid\nMin\nMust\n")
@@ -256,7 +259,7 @@ func TestRebaseHandConflict(t *testing.T) {
 
 	out, err := r.run(t, nil, "rebase.sh", throwaway, throwawayTo)
 	require.Error(t, err, out)
-	require.Contains(t, out, "patches/uuid/0001-uuid-test-more-lengths.patch does not apply to base/v1.6.0")
+	require.Contains(t, out, "patches/uuid/fix/0001-uuid-test-more-lengths.patch does not apply to base/v1.6.0")
 	require.Contains(t, out, "conflicting paths:\n      uuid_test.go\n")
 	require.Contains(t, out, "am --continue")
 	require.Contains(t, out, "make rebase COMPONENT=uuid TO=v1.6.0")
@@ -283,11 +286,11 @@ func TestRebaseHandConflict(t *testing.T) {
 	r.git(t, "am", "--continue")
 
 	out = r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
-	require.Contains(t, out, "resolved by hand: 0001-uuid-test-more-lengths.patch")
+	require.Contains(t, out, "resolved by hand: fix/0001-uuid-test-more-lengths.patch")
 	r.requireRebased(t, 2)
 	require.Contains(t, r.read(t, "uuid_test.go"), "x < 256")
 	require.Contains(t, r.read(t, "doc.go"), "kube-guard: after the conflict")
-	p, err := os.ReadFile(filepath.Join(r.dir, "patches", throwaway, "0001-uuid-test-more-lengths.patch"))
+	p, err := os.ReadFile(filepath.Join(r.dir, "patches", throwaway, "fix", "0001-uuid-test-more-lengths.patch"))
 	require.NoError(t, err)
 	require.Contains(t, string(p), "-\tfor x := 1; x < 128; x++ {\n+\tfor x := 1; x < 256; x++ {", "the exported patch is the resolution against v1.6.0")
 }
@@ -321,8 +324,8 @@ func TestRebaseDropsWhatUpstreamMerged(t *testing.T) {
 	r.export(t)
 
 	out := r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
-	require.Contains(t, out, "0001-uuid-add-the-Max-UUID.patch: upstream v1.6.0 already has this change (it applies empty): dropped")
-	require.Contains(t, out, "dropped (upstream v1.6.0 already has them): 0001-uuid-add-the-Max-UUID.patch")
+	require.Contains(t, out, "fix/0001-uuid-add-the-Max-UUID.patch: upstream v1.6.0 already has this change (it applies empty): dropped")
+	require.Contains(t, out, "dropped (upstream v1.6.0 already has them): fix/0001-uuid-add-the-Max-UUID.patch")
 	r.requireRebased(t, 1)
 	require.Equal(t, []string{"0001-doc-kept.patch"}, r.patchNames(t), "the series is renumbered without the dropped patch")
 }
@@ -342,7 +345,7 @@ func TestThrowawayComponentThroughEveryScript(t *testing.T) {
 	skip := []string{"SKIP_VERIFY=shellcheck versions docs"}
 	out, err := r.run(t, skip, "verify/all.sh", throwaway)
 	require.NoError(t, err, out)
-	for _, check := range []string{"series", "export", "gofmt", "trailers", "codegen"} {
+	for _, check := range []string{"series", "topics", "export", "gofmt", "trailers", "codegen"} {
 		require.Contains(t, out, "verify "+check+": ok")
 	}
 	require.Contains(t, out, "verify staging-overrides: not applicable")
@@ -392,8 +395,8 @@ func TestRebaseReport(t *testing.T) {
 	require.NoError(t, err)
 	got := string(b)
 	require.Contains(t, got, "- pin: uuid v1.5.0 (series ")
-	require.Contains(t, got, "| uuid | v1.6.0 | conflicts: 0002-uuid-test-more-lengths: uuid_test.go; "+
-		"applies empty (upstream has it): 0001-uuid-add-the-Max-UUID; regenerated: 0003-uuid-add-Min | yes | pass |", got)
+	require.Contains(t, got, "| uuid | v1.6.0 | conflicts: fix/0002-uuid-test-more-lengths: uuid_test.go; "+
+		"applies empty (upstream has it): fix/0001-uuid-add-the-Max-UUID; regenerated: fix/0003-uuid-add-Min | yes | pass |", got)
 
 	require.Equal(t, throwawayFrom, r.pin(t), "the report never moves the pin")
 	require.Equal(t, before, r.git(t, "rev-parse", "HEAD"), "nor touches the tree")

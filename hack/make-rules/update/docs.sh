@@ -3,6 +3,9 @@
 # repeats a version by hand (verify/versions.sh checks the rest):
 #   README.md  <!-- BEGIN GENERATED: pins -->: one row per component, from
 #              build/<component>/component.env.
+#   README.md  <!-- BEGIN GENERATED: topics -->: one row per topic of every
+#              series (patches/<c>/topics), from its TOPIC.md's title and
+#              header and its patch count, linking the TOPIC.md.
 #   docs/gates.md  <!-- BEGIN GENERATED: gates -->: one row per feature gate
 #              a series adds, its stage, default and dependencies read from
 #              the patched tree, what it changes from build/<component>/gates.
@@ -26,6 +29,24 @@ pins_block() {
     printf '| %s | %s (`build/%s/component.env`) | %s | `%s-%s.<N>` | `patches/%s/` (%s) |\n' "${c}" "${what}" "${c}" \
       "$(sed 's/[^ ]*/`&`/g; s/ /, /g' <<<"${bins}")" "${COMPONENT_VERSION}" "$(component::setting "${c}" FORK_NAME)" \
       "${c}" "$(component::series_files | wc -l)"
+  done < <(component::all)
+}
+
+# topics_block: README's table of topics, in `git am` order per component.
+topics_block() {
+  local c t title
+  echo "| component | topic | what | patches | gates | depends on | upstream |"
+  echo "|---|---|---|---|---|---|---|"
+  while read -r c; do
+    component::load "${c}"
+    while read -r t; do
+      title="$(sed -n '1s/^# //p' "${COMPONENT_PATCHES}/${t}/TOPIC.md" 2>/dev/null)"
+      printf '| %s | [%s](patches/%s/%s/TOPIC.md) | %s | %s | %s | %s | %s |\n' "${c}" "${t}" "${c}" "${t}" "${title}" \
+        "$(component::topic_files "${t}" | wc -l)" \
+        "$(component::topic_field "${t}" Gates | sed 's/[A-Za-z0-9]\{1,\}/`&`/g; s/ /, /g; s/^`none`$/-/')" \
+        "$(component::topic_field "${t}" Depends | sed 's/ /, /g; s/^none$/-/')" \
+        "$(component::topic_field "${t}" Upstream-Status | sed 's/ (.*//')"
+    done < <(component::topics)
   done < <(component::all)
 }
 
@@ -103,4 +124,5 @@ replace_block() {
 }
 
 replace_block "${root}/README.md" pins "$(pins_block)"
+replace_block "${root}/README.md" topics "$(topics_block)"
 replace_block "${root}/docs/gates.md" gates "$(gates_block)"

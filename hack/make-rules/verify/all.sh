@@ -5,10 +5,13 @@
 # end and the exit code is non-zero if any failed. No check changes the
 # checkout. In order:
 #   series            each patch series applies with `git am` to a fresh base
+#   topics            each topic is listed and described (TOPIC.md), its
+#                     patches say so, and it applies alone with its
+#                     dependencies to a fresh base
 #   export            exporting each tree gives back patches/ byte for byte
 #   gofmt             the Go files the series touch, and this repository's
 #   (shellcheck)      every shell script
-#   trailers          every patch's Rebase-Policy (and Regenerate) trailers
+#   trailers          every patch's Rebase-Policy, Topic (and Regenerate) trailers
 #   versions          no pinned release written outside build/*/component.env
 #   docs              README's generated blocks, docs/rebase-report.md current
 #   api-lint          upstream's kube-api-linter settings on the API lines the
@@ -27,9 +30,9 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
-CHECKS=(series export gofmt shellcheck trailers versions docs debian-lock api-lint staging-overrides staging-replaces codegen)
+CHECKS=(series topics export gofmt shellcheck trailers versions docs debian-lock api-lint staging-overrides staging-replaces codegen)
 # Checks that take the components as arguments.
-PER_COMPONENT=" series export gofmt trailers api-lint staging-replaces codegen "
+PER_COMPONENT=" series topics export gofmt trailers api-lint staging-replaces codegen "
 
 mapfile -t components < <(component::named_or_all "$@")
 

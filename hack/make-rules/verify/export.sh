@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Exporting each component's tree gives back patches/<component> byte for
-# byte (the export is written to a scratch folder, never over patches/).
+# byte, each commit in the folder of its topic (the export is written to a
+# scratch folder, never over patches/).
 #
 # Usage: verify/export.sh [component...]   (default: every component)
 set -o errexit -o nounset -o pipefail
@@ -12,10 +13,10 @@ for c in "${components[@]}"; do
   "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}" >/dev/null
   component::load "${c}"
   tmp="$(mktemp -d)"
-  component::format_patches "${tmp}"
+  component::export_series "${tmp}"
   have="${COMPONENT_PATCHES}"
   [[ -d "${have}" ]] || have="$(mktemp -d)" # no series yet: an empty one
-  if ! diff -r --exclude=.gitkeep "${have}" "${tmp}" >&2; then
+  if ! diff -r --exclude=.gitkeep --exclude=TOPIC.md --exclude=topics "${have}" "${tmp}" >&2; then
     echo "patches/${c} differs from an export of ${COMPONENT_TREE} (see the diff above)" >&2
     rc=1
   fi

@@ -5,6 +5,9 @@
 #   Rebase-Policy: drop-when-upstream <URL>     a backport: dropped once the
 #                                               upstream change (<URL>) is in
 #                                               the release (it applies empty)
+#   Topic: <topic>                              the topic it belongs to (its
+#                                               folder under patches/<c>/;
+#                                               verify/topics.sh checks it)
 #   Regenerate: <step>...                       the component's codegen steps
 #                                               (build/<c>/codegen.sh) that
 #                                               write this patch's generated
@@ -26,7 +29,7 @@ for c in "${components[@]}"; do
   [[ ! -f "${hook}" ]] || steps="$(sed -n 's/^ALL_STEPS=(\(.*\))$/\1/p' "${hook}")"
   while read -r p; do
     [[ -n "${p}" ]] || continue
-    name="patches/${c}/$(basename "${p}")"
+    name="patches/${c}/$(component::patch_name "${p}")"
     trailers="$(sed -n '/^$/,/^---$/p' "${p}" | git interpret-trailers --parse)"
     policy="$(sed -n 's/^Rebase-Policy: //p' <<<"${trailers}")"
     if [[ -z "${policy}" ]]; then
@@ -36,6 +39,7 @@ for c in "${components[@]}"; do
     elif ! [[ "${policy}" == carry || "${policy}" =~ ^drop-when-upstream\ https?://[^[:space:]]+$ ]]; then
       complain "${name}: Rebase-Policy '${policy}' is neither 'carry' nor 'drop-when-upstream <URL>'"
     fi
+    [[ -n "$(sed -n 's/^Topic: //p' <<<"${trailers}")" ]] || complain "${name}: no Topic trailer (the topic it belongs to: docs/development.md)"
     regen="$(sed -n 's/^Regenerate: //p' <<<"${trailers}" | tr '\n' ' ')"
     for s in ${regen}; do
       [[ "${s}" == all || " ${steps} " == *" ${s} "* ]] || complain "${name}: Regenerate step '${s}' is not one of build/${c}/codegen.sh's (all ${steps})"

@@ -332,9 +332,9 @@ component::export_series() {
   rm -rf "${tmp}"
 }
 
-# component::topic_worktree TOPIC: a git worktree of the loaded component's
-# tree at _output/src/topic-test-<c> (next to the tree, so that a
-# component's relative replaces still resolve), reset to its base tag and
+# component::topic_worktree TOPIC [NAME]: a git worktree of the loaded
+# component's tree at _output/src/NAME-<c> (default topic-test; next to the
+# tree, so that a component's relative replaces still resolve), reset to its base tag and
 # given the patches of TOPIC and of the topics it depends on with `git am`;
 # prints its path. It keeps one path, so that the Go build cache serves the
 # next topic; the materialised tree itself is not touched.
@@ -343,7 +343,7 @@ component::topic_worktree() {
   local -a closure=() patches=()
   mapfile -t closure < <(component::topic_closure "${topic}")
   for t in "${closure[@]}"; do mapfile -t -O "${#patches[@]}" patches < <(component::topic_files "${t}"); done
-  dir="${OUTPUT_SRC}/topic-test-${COMPONENT_NAME}"
+  dir="${OUTPUT_SRC}/${2:-topic-test}-${COMPONENT_NAME}"
   component::git worktree prune
   if ! component::git worktree list --porcelain | grep -qxF "worktree ${dir}"; then
     rm -rf "${dir}"

@@ -13,7 +13,7 @@
 # Usage: test-upstream.sh [--list | go test flags...]
 #   --list  print the unit and integration packages that would be tested
 #   TEST_UPSTREAM_COMPONENTS="kubernetes" restricts it (default: every component).
-#   TEST_UPSTREAM_TREE=<dir> tests that checkout of the component (a git
+#   COMPONENT_TREE_AT=<dir> tests that checkout of the component (a git
 #   worktree of its tree, on its base tag) instead of _output/src/<c>: what
 #   `make topic-test` runs on a tree of one topic and its dependencies.
 set -o errexit -o nounset -o pipefail
@@ -30,7 +30,6 @@ list_file() {
 test_component() {
   component::load "$1"
   shift
-  COMPONENT_TREE="${TEST_UPSTREAM_TREE:-${COMPONENT_TREE}}"
   component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply' first"
   local dirs unit=() integration=() d skip status=0
   mapfile -t dirs < <(touched_go_dirs "${COMPONENT_TREE}" "${COMPONENT_BASE_TAG}")

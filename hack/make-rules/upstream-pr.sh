@@ -16,9 +16,12 @@
 # lines fail upstream's kube-api-linter (verify/api-lint.sh), or whose
 # generated files upstream's generators would change (verify-codegen.sh, for
 # a topic with a Regenerate trailer); checked on a tree of the topic and its
-# dependencies on the pinned base (component::topic_worktree).
+# dependencies on the pinned base (component::topic_worktree, at
+# _output/src/upstream-pr-<c>).
 #
 # Usage: upstream-pr.sh COMPONENT TOPIC
+#   UPSTREAM_PR_OUT=<dir> writes the patches and the description there instead
+#   (update/upstream-examples.sh writes docs/upstream/<c>/<topic>/ with it).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
@@ -33,18 +36,18 @@ mapfile -t own < <(component::topic_files "${topic}")
 deps=()
 for t in "${closure[@]}"; do [[ "${t}" == "${topic}" ]] || deps+=("${t}"); done
 
-# section NAME: the body of TOPIC.md's "## NAME" section (without a fenced
-# block's fences), or nothing.
+# section NAME: the body of TOPIC.md's "## NAME" section, or nothing.
 section() {
   awk -v name="## $1" '$0 == name { on = 1; next } on && /^## / { exit } on' "${md}" |
-    sed -e '/^```/d' | sed -e '/./,$!d' | sed -e ':a' -e '/^\n*$/{$d;N;ba' -e '}'
+    sed -e '/./,$!d' | sed -e ':a' -e '/^\n*$/{$d;N;ba' -e '}'
 }
 # intro: TOPIC.md's prose between its header and its first section.
 intro() {
-  awk 'NR == 1 { next } !head && /^$/ && NR > 2 { head = 1; next } head && /^## / { exit } head' "${md}" | sed -e '/./,$!d'
+  awk 'NR == 1 { next } !head && /^$/ && NR > 2 { head = 1; next } head && /^## / { exit } head' "${md}" |
+    sed -e '/./,$!d' | sed -e ':a' -e '/^\n*$/{$d;N;ba' -e '}'
 }
 
-out="${OUTPUT_DIR}/upstream-pr/${COMPONENT_NAME}/${topic}"
+out="${UPSTREAM_PR_OUT:-${OUTPUT_DIR}/upstream-pr/${COMPONENT_NAME}/${topic}}"
 rm -rf "${out}"
 mkdir -p "${out}/patches"
 problems=()
@@ -61,7 +64,7 @@ if { intro; section "Notes for reviewers"; section "Benchmarks"; section "Releas
 fi
 
 # Upstream's checks, on a tree of the topic and its dependencies.
-tree="$(component::topic_worktree "${topic}")"
+tree="$(component::topic_worktree "${topic}" upstream-pr)"
 mapfile -t gofiles < <(GIT_CONFIG_GLOBAL=/dev/null git -C "${tree}" diff --name-only --diff-filter=d "${COMPONENT_BASE_TAG}" -- '*.go')
 if ((${#gofiles[@]} > 0)); then
   unformatted="$(cd "${tree}" && gofmt -l "${gofiles[@]}")"
@@ -123,7 +126,7 @@ kind="$(component::topic_field "${topic}" Kind)"
 sig="$(component::topic_field "${topic}" SIG)"
 notes="$(section "Notes for reviewers")"
 bench="$(section "Benchmarks")"
-note="$(section "Release note")"
+note="$(section "Release note" | sed -e '/^```/d')"
 {
   echo "${headings[0]}"
   echo

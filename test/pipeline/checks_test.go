@@ -110,6 +110,17 @@ func TestTopicsCheck(t *testing.T) {
 	out = r.mustRun(t, "verify/topics.sh", throwaway)
 	require.Contains(t, out, "uuid/more: applies alone (fix more; 2 patches)")
 
+	// make topic-test: the topic and its dependency on a worktree of their
+	// own, upstream's tests of what they touch; the tree is left alone.
+	head := r.git(t, "rev-parse", "HEAD")
+	out = r.mustRun(t, "topic-test.sh", throwaway, "more", "-run", "TestNew$")
+	require.Contains(t, out, "uuid/more: 2 patches of fix more on base/v1.5.0 in _output/src/topic-test-uuid")
+	require.Contains(t, out, "uuid: upstream unit tests of 1 touched packages")
+	require.Contains(t, out, "uuid/more: builds and passes the tests of the packages it touches, with fix more alone")
+	require.Equal(t, "doc: a change on the first one\ndoc: a first change",
+		gitIn(t, filepath.Join(r.dir, "_output", "src", "topic-test-uuid"), "log", "--format=%s", "base/v1.5.0..HEAD"))
+	require.Equal(t, head, r.git(t, "rev-parse", "HEAD"), "the materialised tree is not touched")
+
 	writeTopic("fix", "Upstream-Status: maybe\nBug: none\nGates: none\nDepends: more\n")
 	out, err = r.run(t, nil, "verify/topics.sh", throwaway)
 	require.Error(t, err, out)

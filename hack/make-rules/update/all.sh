@@ -11,7 +11,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
-for u in staging-overrides staging-replaces docs; do
+for u in staging-overrides staging-replaces docs upstream-examples; do
   log "update ${u}"
   "$(dirname "${BASH_SOURCE[0]}")/${u}.sh"
 done

@@ -14,6 +14,8 @@
 #   trailers          every patch's Rebase-Policy, Topic (and Regenerate) trailers
 #   versions          no pinned release written outside build/*/component.env
 #   docs              README's generated blocks, docs/rebase-report.md current
+#   upstream-examples docs/upstream/<c>/<topic>/ is what make upstream-pr
+#                     writes of the current series
 #   api-lint          upstream's kube-api-linter settings on the API lines the
 #                     series add (components that set API_LINT_PATHS)
 #   staging-overrides go.mod and staging-overrides/ match the patched tree
@@ -30,7 +32,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
-CHECKS=(series topics export gofmt shellcheck trailers versions docs debian-lock api-lint staging-overrides staging-replaces codegen)
+CHECKS=(series topics export gofmt shellcheck trailers versions docs upstream-examples debian-lock api-lint staging-overrides staging-replaces codegen)
 # Checks that take the components as arguments.
 PER_COMPONENT=" series topics export gofmt trailers api-lint staging-replaces codegen "
 

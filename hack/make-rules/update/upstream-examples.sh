@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Writes docs/upstream/<component>/<topic>/ (PULL_REQUEST.md and patches/),
+# for every such folder, as `make upstream-pr` makes them from the current
+# series: the committed examples of a topic handed to upstream.
+# verify/upstream-examples.sh runs this on a copy and fails when it differs.
+#
+# Usage: update/upstream-examples.sh [ROOT]   (default: this repository)
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+
+root="${1:-${REPO_ROOT}}"
+for d in "${REPO_ROOT}"/docs/upstream/*/*/; do
+  [[ -d "${d}" ]] || continue
+  topic="$(basename "${d}")"
+  c="$(basename "$(dirname "${d}")")"
+  out="${root}/docs/upstream/${c}/${topic}"
+  rm -rf "${out}"
+  mkdir -p "${out}"
+  UPSTREAM_PR_OUT="${out}" "${REPO_ROOT}/hack/make-rules/upstream-pr.sh" "${c}" "${topic}" >/dev/null
+  log "docs/upstream/${c}/${topic}: written"
+done

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# docs/upstream/<component>/<topic>/ is what `make upstream-pr` makes of the
+# current series (update/upstream-examples.sh, run on a copy).
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+
+if [[ ! -d "${REPO_ROOT}/docs/upstream" ]]; then
+  log "verify upstream-examples: no docs/upstream"
+  exit 0
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "${tmp}"' EXIT
+"${REPO_ROOT}/hack/make-rules/update/upstream-examples.sh" "${tmp}"
+if ! diff -r "${REPO_ROOT}/docs/upstream" "${tmp}/docs/upstream" >&2; then
+  echo "docs/upstream is stale: run hack/make-rules/update/upstream-examples.sh" >&2
+  exit 1
+fi
+log "verify upstream-examples: docs/upstream is what make upstream-pr writes"

@@ -126,6 +126,11 @@ func TestTopicsCheck(t *testing.T) {
 	require.Error(t, err, out)
 	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Upstream-Status 'maybe' is not one of")
 	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: depends on more, which the list puts after it")
+
+	writeTopic("fix", "Upstream-Status: proposal-drafted\nBug: none\nGates: none\nDepends: none\n")
+	out, err = r.run(t, nil, "verify/topics.sh", throwaway)
+	require.Error(t, err, out)
+	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Upstream-Status proposal-drafted, but docs/upstream/uuid/fix/ (make upstream-pr's output")
 }
 
 // TestUpstreamPR: a topic becomes a branch on the pristine release with its

@@ -4,7 +4,8 @@
 #   - every listed topic is a folder with its patches and a TOPIC.md, and no
 #     folder of patches/<c>/ is left out of the list;
 #   - TOPIC.md's header says what the topic is: Upstream-Status (one of
-#     not-proposed, proposal-drafted, pr-open <URL>, merged <version>), a KEP
+#     not-proposed, proposal-drafted, pr-open <URL>, merged <version>;
+#     a drafted proposal is in docs/upstream/<c>/<topic>/), a KEP
 #     or Bug (a URL, or "none"), Gates (gates of the patched tree's
 #     FEATURE_GATES_FILE, or "none") and Depends (topics listed before it, or
 #     "none"); its "## Patches" table, if it has one, names exactly the
@@ -52,6 +53,9 @@ check_metadata() {
     value="$(component::topic_field "${t}" Upstream-Status)"
     [[ "${value}" =~ ^(not-proposed|proposal-drafted|pr-open\ https?://[^[:space:]]+|merged\ v[0-9]+\.[0-9]+(\.[0-9]+)?)([[:space:]]|$) ]] ||
       complain "patches/${c}/${t}/TOPIC.md: Upstream-Status '${value}' is not one of not-proposed, proposal-drafted, pr-open <URL>, merged <version>"
+    if [[ "${value}" == proposal-drafted* && ! -d "${REPO_ROOT}/docs/upstream/${c}/${t}" ]]; then
+      complain "patches/${c}/${t}/TOPIC.md: Upstream-Status proposal-drafted, but docs/upstream/${c}/${t}/ (make upstream-pr's output, update/upstream-examples.sh) is missing"
+    fi
     value="$(component::topic_field "${t}" KEP)$(component::topic_field "${t}" Bug)"
     [[ "${value}" =~ ^(none|https?://) ]] || complain "patches/${c}/${t}/TOPIC.md: no KEP or Bug (a URL, or none)"
     value="$(component::topic_field "${t}" Gates)"

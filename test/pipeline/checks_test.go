@@ -90,15 +90,7 @@ func TestTopicsCheck(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(topics, name, "TOPIC.md"),
 			[]byte("# The "+name+" topic\n\n"+header+"\nWhat it does.\n"), 0o644))
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(topics, "topics"), []byte("fix\nmore\n"), 0o644))
-	writeTopic("more", "Upstream-Status: not-proposed\nBug: none\nGates: none\nDepends: none\n")
-
-	r.replace(t, "doc.go", "// Package uuid", "// A first change.\n//\n// Package uuid")
-	r.commit(t, "doc: a first change", "Rebase-Policy: carry")
-	r.replace(t, "doc.go", "// A first change.", "// A change on the first one.")
-	r.git(t, "add", "--all", ".")
-	r.git(t, "commit", "--quiet", "-m", "doc: a change on the first one\n\nIt needs the first.\n\nRebase-Policy: carry\nTopic: more\n")
-	r.export(t)
+	r.twoTopics(t, "# The more topic\n\nUpstream-Status: not-proposed\nBug: none\nGates: none\nDepends: none\n\nWhat it does.\n")
 	require.FileExists(t, filepath.Join(topics, "more", "0001-doc-a-change-on-the-first-one.patch"), "numbered in its topic")
 
 	out, err := r.run(t, nil, "verify/topics.sh", throwaway)
@@ -139,18 +131,9 @@ func TestTopicsCheck(t *testing.T) {
 // name the fork is refused.
 func TestUpstreamPR(t *testing.T) {
 	r := newRebaseRepo(t)
-	topics := filepath.Join(r.dir, "patches", throwaway)
-	require.NoError(t, os.WriteFile(filepath.Join(topics, "topics"), []byte("fix\nmore\n"), 0o644))
-	require.NoError(t, os.MkdirAll(filepath.Join(topics, "more"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(topics, "more", "TOPIC.md"), []byte("# Another line of docs\n\n"+
+	r.twoTopics(t, "# Another line of docs\n\n"+
 		"Upstream-Status: not-proposed\nBug: https://github.com/google/uuid/issues/1\nGates: none\nDepends: fix\nKind: cleanup\n\n"+
-		"Says more in doc.go.\n\n## Benchmarks\n\nNone to speak of.\n\n## Release note\n\n```release-note\nuuid's docs say more.\n```\n"), 0o644))
-	r.replace(t, "doc.go", "// Package uuid", "// A first change.\n//\n// Package uuid")
-	r.commit(t, "doc: a first change", "Rebase-Policy: carry")
-	r.replace(t, "doc.go", "// A first change.", "// A change on the first one.")
-	r.git(t, "add", "--all", ".")
-	r.git(t, "commit", "--quiet", "-m", "doc: a change on the first one\n\nIt needs the first.\n\nRebase-Policy: carry\nTopic: more\n")
-	r.export(t)
+		"Says more in doc.go.\n\n## Benchmarks\n\nNone to speak of.\n\n## Release note\n\n```release-note\nuuid's docs say more.\n```\n")
 
 	out := r.mustRun(t, "upstream-pr.sh", throwaway, "more")
 	require.Contains(t, out, "uuid/more: branch upstream-pr/more")
@@ -181,4 +164,21 @@ func TestUpstreamPR(t *testing.T) {
 	require.Error(t, err, out)
 	require.Contains(t, out, "more/0002-doc-say-kube-guard.patch: its message names the fork")
 	require.Contains(t, out, "is not ready for an upstream pull request")
+}
+
+// twoTopics gives the throwaway series a second topic, "more", after "fix",
+// whose TOPIC.md is moreTopic, and one commit in each: the one in "more"
+// changes the line the one in "fix" wrote, so that it needs it. Exported.
+func (r *rebaseRepo) twoTopics(t *testing.T, moreTopic string) {
+	t.Helper()
+	topics := filepath.Join(r.dir, "patches", throwaway)
+	require.NoError(t, os.WriteFile(filepath.Join(topics, "topics"), []byte("fix\nmore\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(topics, "more"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(topics, "more", "TOPIC.md"), []byte(moreTopic), 0o644))
+	r.replace(t, "doc.go", "// Package uuid", "// A first change.\n//\n// Package uuid")
+	r.commit(t, "doc: a first change", "Rebase-Policy: carry")
+	r.replace(t, "doc.go", "// A first change.", "// A change on the first one.")
+	r.git(t, "add", "--all", ".")
+	r.git(t, "commit", "--quiet", "-m", "doc: a change on the first one\n\nIt needs the first.\n\nRebase-Policy: carry\nTopic: more\n")
+	r.export(t)
 }

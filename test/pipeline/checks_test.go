@@ -113,11 +113,13 @@ func TestTopicsCheck(t *testing.T) {
 		gitIn(t, filepath.Join(r.dir, "_output", "src", "topic-test-uuid"), "log", "--format=%s", "base/v1.5.0..HEAD"))
 	require.Equal(t, head, r.git(t, "rev-parse", "HEAD"), "the materialised tree is not touched")
 
-	writeTopic("fix", "Upstream-Status: maybe\nBug: none\nGates: none\nDepends: more\n")
+	writeTopic("fix", "Upstream-Status: maybe\nBug: none\nGates: none\nDepends: more\nKind: improvement\nSIG: scheduling\n")
 	out, err = r.run(t, nil, "verify/topics.sh", throwaway)
 	require.Error(t, err, out)
 	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Upstream-Status 'maybe' is not one of")
 	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: depends on more, which the list puts after it")
+	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Kind 'improvement' is not one of upstream's /kind labels")
+	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: SIG 'scheduling' is not sig-<name>")
 
 	writeTopic("fix", "Upstream-Status: proposal-drafted\nBug: none\nGates: none\nDepends: none\n")
 	out, err = r.run(t, nil, "verify/topics.sh", throwaway)

@@ -8,7 +8,8 @@
 #     a drafted proposal is in docs/upstream/<c>/<topic>/), a KEP
 #     or Bug (a URL, or "none"), Gates (gates of the patched tree's
 #     FEATURE_GATES_FILE, or "none") and Depends (topics listed before it, or
-#     "none"); its "## Patches" table, if it has one, names exactly the
+#     "none"); the optional Kind and SIG are upstream's /kind and /sig
+#     labels; its "## Patches" table, if it has one, names exactly the
 #     topic's patches;
 #   - every patch carries "Topic: <its folder>";
 #   - every topic applies with `git am --3way`, with only the topics it
@@ -67,6 +68,11 @@ check_metadata() {
           complain "patches/${c}/${t}/TOPIC.md: gate ${key} is not in ${gates_file:-FEATURE_GATES_FILE (unset)} of the patched tree"
       done
     fi
+    value="$(component::topic_field "${t}" Kind)"
+    [[ -z "${value}" || "${value}" =~ ^(bug|cleanup|documentation|feature|failing-test|flake|regression|api-change|deprecation|dependency)$ ]] ||
+      complain "patches/${c}/${t}/TOPIC.md: Kind '${value}' is not one of upstream's /kind labels (bug, cleanup, documentation, feature, ...)"
+    value="$(component::topic_field "${t}" SIG)"
+    [[ -z "${value}" || "${value}" =~ ^sig-[a-z-]+$ ]] || complain "patches/${c}/${t}/TOPIC.md: SIG '${value}' is not sig-<name>"
     value="$(component::topic_field "${t}" Depends)"
     if [[ -z "${value}" ]]; then
       complain "patches/${c}/${t}/TOPIC.md: no Depends line (topics, or none)"

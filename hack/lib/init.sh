@@ -282,6 +282,15 @@ component::topic_closure() {
   done < <(component::topics)
 }
 
+# component::closure_files TOPIC: the patch files of TOPIC and of the topics
+# it depends on, in `git am` order, one a line.
+component::closure_files() {
+  local t
+  while read -r t; do
+    component::topic_files "${t}"
+  done < <(component::topic_closure "$1")
+}
+
 # component::patch_trailer FILE KEY: the values of the trailer KEY in the
 # message of the patch FILE, one a line.
 component::patch_trailer() {
@@ -339,10 +348,10 @@ component::export_series() {
 # prints its path. It keeps one path, so that the Go build cache serves the
 # next topic; the materialised tree itself is not touched.
 component::topic_worktree() {
-  local topic="$1" dir t
+  local topic="$1" dir
   local -a closure=() patches=()
   mapfile -t closure < <(component::topic_closure "${topic}")
-  for t in "${closure[@]}"; do mapfile -t -O "${#patches[@]}" patches < <(component::topic_files "${t}"); done
+  mapfile -t patches < <(component::closure_files "${topic}")
   dir="${OUTPUT_SRC}/${2:-topic-test}-${COMPONENT_NAME}"
   component::git worktree prune
   if ! component::git worktree list --porcelain | grep -qxF "worktree ${dir}"; then
@@ -395,14 +404,20 @@ component::check_no_local_work() {
   if [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
     fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches', or discard them (FORCE=1 overrides)"
   fi
+  component::has_unexported_commits || return 0
+  fatal "${COMPONENT_TREE} has commits that are not exported to patches/${COMPONENT_NAME}: run 'make export-patches' (or FORCE=1 to discard them)"
+}
+
+# component::has_unexported_commits: the tree's HEAD is neither its base nor
+# the commit it had when it was last in step with patches/.
+component::has_unexported_commits() {
   local head recorded_head=""
   head="$(component::git rev-parse HEAD)"
-  [[ "${head}" == "$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")" ]] && return 0
+  [[ "${head}" != "$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")" ]] || return 1
   if [[ -f "$(component::sync_file)" ]]; then
     read -r recorded_head _ <"$(component::sync_file)" || true
   fi
-  [[ "${head}" == "${recorded_head}" ]] && return 0
-  fatal "${COMPONENT_TREE} has commits that are not exported to patches/${COMPONENT_NAME}: run 'make export-patches' (or FORCE=1 to discard them)"
+  [[ "${head}" != "${recorded_head}" ]]
 }
 
 # component::require_series_tree: materialises and patches the loaded

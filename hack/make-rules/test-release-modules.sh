@@ -26,7 +26,7 @@ SCRATCH="${OUTPUT_DIR}/release-modules"
 check_topic() {
   local name="$1" dir skip patches pkgs status=0 closure
   closure="$(component::topic_closure "${name}" | paste -sd' ' -)"
-  mapfile -t patches < <(for t in ${closure}; do component::topic_files "${t}"; done)
+  mapfile -t patches < <(component::closure_files "${name}")
   dir="${SCRATCH}/${COMPONENT_NAME}-${name}"
   rm -rf "${dir}"
   mkdir -p "${SCRATCH}"

@@ -88,12 +88,12 @@ branch="upstream-pr/${topic}"
 clean="$(mktemp -d)"
 wt="$(mktemp -d)/tree"
 trap 'rm -rf "${clean}"; component::git worktree remove --force "${wt}" >/dev/null 2>&1 || true' EXIT
-for t in "${closure[@]}"; do
-  while read -r f; do
-    awk 'BEGIN { body = 1 } /^---$/ { body = 0 } body && /^(Rebase-Policy|Regenerate|Topic): / { next } { print }' "${f}" \
-      >"${clean}/$(printf '%04d' "$(find "${clean}" -name '*.patch' | wc -l | awk '{print $1 + 1}')")-${t}-$(basename "${f}" | cut -c6-)"
-  done < <(component::topic_files "${t}")
-done
+n=0
+while read -r f; do
+  n=$((n + 1))
+  awk 'BEGIN { body = 1 } /^---$/ { body = 0 } body && /^(Rebase-Policy|Regenerate|Topic): / { next } { print }' "${f}" \
+    >"${clean}/$(printf '%04d' "${n}")-$(basename "${f}" | cut -c6-)"
+done < <(component::closure_files "${topic}")
 component::git worktree prune
 component::git worktree add --quiet -B "${branch}" "${wt}" "${COMPONENT_UPSTREAM_TAG}"
 (

@@ -101,13 +101,14 @@ check_metadata() {
 # check_alone: every topic of the loaded component, with its dependencies,
 # applies to a fresh checkout of the base.
 check_alone() {
-  local c="${COMPONENT_NAME}" t wt n
+  local c="${COMPONENT_NAME}" t wt closure
   local -a files=()
   component::is_materialised || "${REPO_ROOT}/hack/make-rules/materialize.sh" "${c}"
   wt="$(mktemp -d)"
   component::git worktree add --quiet --detach "${wt}/tree" "${COMPONENT_BASE_TAG}"
   while read -r t; do
-    mapfile -t files < <(component::topic_closure "${t}" | while read -r d; do component::topic_files "${d}"; done)
+    closure="$(component::topic_closure "${t}" | paste -sd' ' -)"
+    mapfile -t files < <(component::closure_files "${t}")
     (
       COMPONENT_TREE="${wt}/tree"
       component::git reset --quiet --hard "${COMPONENT_BASE_TAG}"
@@ -115,11 +116,10 @@ check_alone() {
       component::git am --quiet --3way --keep-cr "${files[@]}" >/dev/null 2>&1
     ) || {
       (COMPONENT_TREE="${wt}/tree" component::git am --abort >/dev/null 2>&1) || true
-      complain "patches/${c}/${t} does not apply alone (with $(component::topic_closure "${t}" | grep -vxF -- "${t}" | paste -sd' ' - | sed 's/^$/no other topic/')) to a fresh ${COMPONENT_BASE_TAG}: declare what it needs in its TOPIC.md's Depends, or move the change"
+      complain "patches/${c}/${t} does not apply alone (with $(tr ' ' '\n' <<<"${closure}" | grep -vxF -- "${t}" | paste -sd' ' - | sed 's/^$/no other topic/')) to a fresh ${COMPONENT_BASE_TAG}: declare what it needs in its TOPIC.md's Depends, or move the change"
       continue
     }
-    n="${#files[@]}"
-    log "  ${c}/${t}: applies alone ($(component::topic_closure "${t}" | paste -sd' ' -); ${n} patches)"
+    log "  ${c}/${t}: applies alone (${closure}; ${#files[@]} patches)"
   done < <(component::topics)
   component::git worktree remove --force "${wt}/tree"
   rm -rf "${wt}"

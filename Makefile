@@ -5,11 +5,14 @@
 SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := build
 COMPONENT ?= kubernetes
+# LINE=<major>.<minor> picks the release line every target works on (a folder
+# patches/<c>/<line>/ with its pin and topics); unset: the newest. It reaches
+# the scripts through the environment (hack/lib/init.sh, line::selected).
 
-##@ Main
+##@ Main (LINE=<line> picks a release line, e.g. make build LINE=<line>; default: the newest, README's pins table lists them)
 
 .PHONY: build
-build: ## Materialise upstream, apply patches, build every component's binaries, the tools and the pristine ones into _output/bin
+build: ## Materialise upstream, apply patches, build every component's binaries, the tools and the pristine ones into _output/bin (an older LINE: _output/bin/<line>/)
 	hack/make-rules/build-all.sh
 
 .PHONY: test
@@ -74,7 +77,7 @@ kind-down: ## Delete the kind cluster of kind-up
 kind-e2e: ## test/e2e on the kind cluster (real kubelets), then upstream's e2e.test focused on preemption, disruption and PriorityClass
 	hack/make-rules/kind-e2e.sh
 
-##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env). A new patch goes into a topic: a 'Topic: <topic>' trailer, the topic listed in patches/<c>/topics with a TOPIC.md (docs/development.md)
+##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env). A new patch goes into a topic: a 'Topic: <topic>' trailer, the topic listed in patches/<c>/<line>/topics with a TOPIC.md (docs/development.md)
 
 .PHONY: materialize
 materialize: ## Rebuild the pristine upstream tree under _output/src/$(COMPONENT)

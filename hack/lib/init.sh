@@ -50,35 +50,116 @@ port_busy() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# component::load NAME [VERSION]: reads build/NAME/component.env into
-# COMPONENT_* variables. VERSION, when given, stands in for its
-# UPSTREAM_VERSION line, and what the file derives from it (STAGING_VERSION)
-# follows: that is how the rebase tool looks at a release before the pin moves.
+# Release lines. A component carries one patch series per release line of
+# kube-guard, a folder patches/<c>/<line>/ (the line is a Kubernetes minor,
+# "1.37", for every component: the descheduler's line 1.37 is the descheduler
+# release built on kube-guard's Kubernetes 1.37) holding:
+#   line.env   the upstream release of that line: UPSTREAM_VERSION=vX.Y.Z
+#              (the one place a pin is written; make rebase moves it);
+#   topics     the line's ordered topics, and a folder per topic.
+# LINE picks the line every script works on (make ... LINE=1.36); the default
+# is the newest line any component has. The tree of a component's newest line
+# is _output/src/<c>, of an older one _output/src/<c>-<line>; its binaries go
+# to _output/bin (newest line) or _output/bin/<line>/ (line::bin).
+
+# component::lines NAME: the release lines of component NAME, oldest first.
+component::lines() {
+  local d
+  for d in "${REPO_ROOT}/patches/$1"/*/line.env; do
+    [[ -f "${d}" ]] && basename "$(dirname "${d}")"
+  done | sort -V
+}
+
+# line::default: the newest line of any component.
+line::default() {
+  local d
+  for d in "${REPO_ROOT}"/patches/*/*/line.env; do
+    [[ -f "${d}" ]] && basename "$(dirname "${d}")"
+  done | sort -uV | tail -n1
+}
+
+# line::selected: the line scripts work on: LINE, or the default.
+line::selected() {
+  local l="${LINE:-}"
+  [[ -n "${l}" ]] || l="$(line::default)"
+  [[ "${l}" =~ ^[0-9]+\.[0-9]+$ ]] || fatal "LINE=${l} is not a release line (<major>.<minor>, one of: $(line::all | paste -sd' ' -))"
+  printf '%s\n' "${l}"
+}
+
+# line::all: every line of any component, oldest first.
+line::all() {
+  local d
+  for d in "${REPO_ROOT}"/patches/*/*/line.env; do
+    [[ -f "${d}" ]] && basename "$(dirname "${d}")"
+  done | sort -uV
+}
+
+# line::bin: where the binaries of the selected line go: _output/bin for the
+# default line, _output/bin/<line> for another (tools such as etcd and kind
+# stay in _output/bin, shared by every line).
+line::bin() {
+  local l
+  l="$(line::selected)"
+  if [[ "${l}" == "$(line::default)" ]]; then
+    printf '%s\n' "${OUTPUT_BIN}"
+  else
+    printf '%s/%s\n' "${OUTPUT_BIN}" "${l}"
+  fi
+}
+
+# component::has_line NAME [LINE]: component NAME carries LINE (default: the
+# selected line).
+component::has_line() {
+  [[ -f "${REPO_ROOT}/patches/$1/${2:-$(line::selected)}/line.env" ]]
+}
+
+# component::line_env NAME: the line.env of NAME's selected line; fails,
+# naming the lines it has, when it has not that line.
+component::line_env() {
+  local l
+  l="$(line::selected)"
+  component::has_line "$1" "${l}" ||
+    fatal "component $1 has no release line ${l} (patches/$1/${l}/line.env; it has: $(component::lines "$1" | paste -sd' ' -))"
+  printf '%s\n' "${REPO_ROOT}/patches/$1/${l}/line.env"
+}
+
+# component::load NAME [VERSION]: reads build/NAME/component.env and the
+# line.env of NAME's selected line into COMPONENT_* variables. VERSION, when
+# given, stands in for the line's UPSTREAM_VERSION, and what component.env
+# derives from it (STAGING_VERSION) follows: that is how the rebase tool
+# looks at a release before the pin moves.
 component::load() {
   local name="$1" version="${2:-}"
-  local env="${REPO_ROOT}/build/${name}/component.env"
+  local env="${REPO_ROOT}/build/${name}/component.env" line_env
   [[ -f "${env}" ]] || fatal "unknown component '${name}': ${env} does not exist"
+  line_env="$(component::line_env "${name}")" || exit 1
   COMPONENT_NAME="${name}"
   COMPONENT_MODULE=""
   COMPONENT_VERSION=""
   COMPONENT_STAGING_VERSION=""
   UPSTREAM_MODULE="" UPSTREAM_VERSION="" STAGING_VERSION="" GENERATED_PATHS=""
+  # shellcheck disable=SC1090
+  source "${line_env}"
   if [[ -n "${version}" ]]; then
     [[ "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fatal "'${version}' is not a release version (vX.Y.Z)"
-    # shellcheck disable=SC1090
-    source <(sed "s/^UPSTREAM_VERSION=.*/UPSTREAM_VERSION=${version}/" "${env}")
-  else
-    # shellcheck disable=SC1090
-    source "${env}"
+    UPSTREAM_VERSION="${version}"
   fi
+  # shellcheck disable=SC1090
+  source "${env}"
   COMPONENT_MODULE="${UPSTREAM_MODULE:?${env}: UPSTREAM_MODULE is not set}"
-  COMPONENT_VERSION="${UPSTREAM_VERSION:?${env}: UPSTREAM_VERSION is not set}"
+  COMPONENT_VERSION="${UPSTREAM_VERSION:?${line_env}: UPSTREAM_VERSION is not set}"
   COMPONENT_STAGING_VERSION="${STAGING_VERSION:-}"
   COMPONENT_GENERATED_PATHS="${GENERATED_PATHS:-}"
+  COMPONENT_LINE="$(line::selected)"
+  COMPONENT_LINE_ENV="${line_env}"
   # COMPONENT_TREE_AT stands for the tree where a script must work on another
   # checkout of it (make topic-test's worktree of one topic).
-  COMPONENT_TREE="${COMPONENT_TREE_AT:-${OUTPUT_SRC}/${name}}"
-  COMPONENT_PATCHES="${REPO_ROOT}/patches/${name}"
+  COMPONENT_TREE_NAME="${name}"
+  if [[ "${COMPONENT_LINE}" != "$(component::lines "${name}" | tail -n1)" ]]; then
+    COMPONENT_TREE_NAME="${name}-${COMPONENT_LINE}"
+  fi
+  COMPONENT_TREE="${COMPONENT_TREE_AT:-${OUTPUT_SRC}/${COMPONENT_TREE_NAME}}"
+  COMPONENT_PATCHES="${REPO_ROOT}/patches/${name}/${COMPONENT_LINE}"
   COMPONENT_OVERLAY="${REPO_ROOT}/build/${name}/overlay"
   # Tags in the materialised tree: the untouched upstream, and the base the
   # patch series applies to (upstream plus the offline-build adjustments).
@@ -86,17 +167,23 @@ component::load() {
   COMPONENT_BASE_TAG="base/${COMPONENT_VERSION}"
   export COMPONENT_NAME COMPONENT_MODULE COMPONENT_VERSION COMPONENT_STAGING_VERSION \
     COMPONENT_GENERATED_PATHS COMPONENT_TREE COMPONENT_PATCHES COMPONENT_OVERLAY \
-    COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG
+    COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG COMPONENT_LINE COMPONENT_LINE_ENV COMPONENT_TREE_NAME
 }
 
-# component::all: every component, one a line (the folders build/*/ that hold
-# a component.env), in dependency order: a component whose STAGING_FROM names
-# another comes after it.
+# component::rel_patches: the loaded component's series folder, relative to
+# the repository (patches/<c>/<line>), for messages.
+component::rel_patches() { printf '%s\n' "${COMPONENT_PATCHES#"${REPO_ROOT}/"}"; }
+
+# component::all: every component of the selected line, one a line (the
+# folders build/*/ that hold a component.env and whose patches/<c>/ has the
+# line), in dependency order: a component whose STAGING_FROM names another
+# comes after it.
 component::all() {
   local env c
   local -a first=() later=()
   for env in "${REPO_ROOT}"/build/*/component.env; do
     c="$(basename "$(dirname "${env}")")"
+    component::has_line "${c}" || continue
     if [[ -n "$(component::setting "${c}" STAGING_FROM)" ]]; then later+=("${c}"); else first+=("${c}"); fi
   done
   printf '%s\n' "${first[@]}" "${later[@]}" | sed '/^$/d'
@@ -168,13 +255,20 @@ component::is_generated() {
 }
 
 # component::setting NAME VAR: the value of VAR in build/NAME/component.env
-# (empty when it sets none), read in a subshell where VAR starts unset, so
-# neither the environment nor a component loaded before leaks into it.
+# and the line.env of NAME's selected line (empty when they set none), read in
+# a subshell where VAR starts unset, so neither the environment nor a
+# component loaded before leaks into it.
 component::setting() {
-  local env="${REPO_ROOT}/build/$1/component.env"
+  local env="${REPO_ROOT}/build/$1/component.env" line_env
   [[ -f "${env}" ]] || fatal "unknown component '$1': ${env} does not exist"
+  line_env="${REPO_ROOT}/patches/$1/$(line::selected)/line.env"
   (
     unset "$2"
+    UPSTREAM_VERSION=""
+    if [[ -f "${line_env}" ]]; then
+      # shellcheck disable=SC1090
+      source "${line_env}"
+    fi
     # shellcheck disable=SC1090
     source "${env}"
     printf '%s\n' "${!2:-}"
@@ -229,8 +323,8 @@ component::format_patches() {
     -o "${out}" "${COMPONENT_BASE_TAG}..HEAD"
 }
 
-# The series of a component is a list of topics (patches/<c>/topics, one
-# name a line, in `git am` order); each topic is a folder patches/<c>/<topic>/
+# The series of a component is a list of topics (patches/<c>/<line>/topics, one
+# name a line, in `git am` order); each topic is a folder patches/<c>/<line>/<topic>/
 # with its patches (numbered from 0001 in the topic) and a TOPIC.md whose
 # header (the "Key: value" lines after its title) says what the topic is:
 #   Upstream-Status: not-proposed | proposal-drafted | pr-open <URL> |
@@ -253,7 +347,7 @@ component::topic_files() {
 }
 
 # component::topic_field TOPIC KEY: the value of KEY in the header of
-# patches/<c>/TOPIC/TOPIC.md (empty when it has none).
+# patches/<c>/<line>/TOPIC/TOPIC.md (empty when it has none).
 component::topic_field() {
   local f="${COMPONENT_PATCHES}/$1/TOPIC.md"
   [[ -f "${f}" ]] || return 0
@@ -271,7 +365,7 @@ component::topic_closure() {
     t="${todo[0]}"
     todo=("${todo[@]:1}")
     [[ -z "${want[${t}]:-}" ]] || continue
-    component::topics | grep -qxF -- "${t}" || fatal "patches/${COMPONENT_NAME}/topics has no topic '${t}' (it has: $(component::topics | paste -sd' ' -))"
+    component::topics | grep -qxF -- "${t}" || fatal "$(component::rel_patches)/topics has no topic '${t}' (it has: $(component::topics | paste -sd' ' -))"
     want["${t}"]=1
     for d in $(component::topic_field "${t}" Depends); do
       [[ "${d}" == none ]] || todo+=("${d}")
@@ -297,7 +391,7 @@ component::patch_trailer() {
   sed -n '/^$/,/^---$/p' "$1" | git interpret-trailers --parse | sed -n "s/^$2: //p"
 }
 
-# component::patch_name FILE: a patch file as patches/<c>/ names it,
+# component::patch_name FILE: a patch file as patches/<c>/<line>/ names it,
 # "<topic>/<NNNN-subject>.patch".
 component::patch_name() {
   printf '%s\n' "${1#"${COMPONENT_PATCHES}/"}"
@@ -322,15 +416,15 @@ component::export_series() {
     name="$(sed -n 's/^Subject: \[PATCH\] //p' "${f}")"
     if [[ -z "${t}" || "$(wc -l <<<"${t}")" -gt 1 ]]; then
       rm -rf "${tmp}"
-      fatal "commit '${name}' in ${COMPONENT_TREE} needs one 'Topic: <name>' trailer (one of: ${topics[*]}; a new topic is a line in patches/${COMPONENT_NAME}/topics and a patches/${COMPONENT_NAME}/<name>/TOPIC.md): git commit --amend, see docs/development.md"
+      fatal "commit '${name}' in ${COMPONENT_TREE} needs one 'Topic: <name>' trailer (one of: ${topics[*]}; a new topic is a line in $(component::rel_patches)/topics and a $(component::rel_patches)/<name>/TOPIC.md): git commit --amend, see docs/development.md"
     fi
     if [[ -z "${index[${t}]:-}" ]]; then
       rm -rf "${tmp}"
-      fatal "commit '${name}' says Topic: ${t}, which patches/${COMPONENT_NAME}/topics does not list (add it there, with patches/${COMPONENT_NAME}/${t}/TOPIC.md)"
+      fatal "commit '${name}' says Topic: ${t}, which $(component::rel_patches)/topics does not list (add it there, with $(component::rel_patches)/${t}/TOPIC.md)"
     fi
     if ((index[${t}] < prev)); then
       rm -rf "${tmp}"
-      fatal "commit '${name}' (topic ${t}) comes after commits of topic ${topics[${prev}]}, which patches/${COMPONENT_NAME}/topics puts after ${t}: move it up to the end of its topic (git rebase -i in ${COMPONENT_TREE})"
+      fatal "commit '${name}' (topic ${t}) comes after commits of topic ${topics[${prev}]}, which $(component::rel_patches)/topics puts after ${t}: move it up to the end of its topic (git rebase -i in ${COMPONENT_TREE})"
     fi
     prev="${index[${t}]}"
     n=$((${count[${t}]:-0} + 1))
@@ -352,7 +446,7 @@ component::topic_worktree() {
   local -a closure=() patches=()
   mapfile -t closure < <(component::topic_closure "${topic}")
   mapfile -t patches < <(component::closure_files "${topic}")
-  dir="${OUTPUT_SRC}/${2:-topic-test}-${COMPONENT_NAME}"
+  dir="${OUTPUT_SRC}/${2:-topic-test}-${COMPONENT_TREE_NAME}"
   component::git worktree prune
   if ! component::git worktree list --porcelain | grep -qxF "worktree ${dir}"; then
     rm -rf "${dir}"
@@ -370,7 +464,7 @@ component::topic_worktree() {
   printf '%s\n' "${dir}"
 }
 
-# component::series_id: one hash for the patch files of patches/<component>,
+# component::series_id: one hash for the patch files of patches/<component>/<line>,
 # in order, with their names.
 component::series_id() {
   local f
@@ -405,7 +499,7 @@ component::check_no_local_work() {
     fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches', or discard them (FORCE=1 overrides)"
   fi
   component::has_unexported_commits || return 0
-  fatal "${COMPONENT_TREE} has commits that are not exported to patches/${COMPONENT_NAME}: run 'make export-patches' (or FORCE=1 to discard them)"
+  fatal "${COMPONENT_TREE} has commits that are not exported to $(component::rel_patches): run 'make export-patches' (or FORCE=1 to discard them)"
 }
 
 # component::has_unexported_commits: the tree's HEAD is neither its base nor
@@ -422,23 +516,23 @@ component::has_unexported_commits() {
 
 # component::require_series_tree: materialises and patches the loaded
 # component's tree if it is missing, then fails unless the tree carries exactly
-# patches/<component> (what a benchmark of the series must measure).
+# patches/<component>/<line> (what a benchmark of the series must measure).
 component::require_series_tree() {
   if ! component::is_materialised; then
-    log "${COMPONENT_TREE} is missing: materialising and applying patches/${COMPONENT_NAME}"
+    log "${COMPONENT_TREE} is missing: materialising and applying $(component::rel_patches)"
     "${REPO_ROOT}/hack/make-rules/apply.sh" "${COMPONENT_NAME}"
   fi
   local recorded=""
   [[ -f "$(component::sync_file)" ]] && recorded="$(cat "$(component::sync_file)")"
   if [[ "${recorded}" != "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
     [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
-    fatal "${COMPONENT_TREE} does not carry exactly patches/${COMPONENT_NAME} (commits or edits not exported, or patches/ changed): run 'make apply' (or export your work first)"
+    fatal "${COMPONENT_TREE} does not carry exactly $(component::rel_patches) (commits or edits not exported, or patches/ changed): run 'make apply' (or export your work first)"
   fi
 }
 
 # component::pristine_tree: where component::extract_pristine puts the loaded
 # component's base tag (upstream plus the offline-build adjustments, no patches).
-component::pristine_tree() { printf '%s/pristine/%s' "${OUTPUT_DIR}" "${COMPONENT_NAME}"; }
+component::pristine_tree() { printf '%s/pristine/%s' "${OUTPUT_DIR}" "${COMPONENT_TREE_NAME}"; }
 
 # component::extract_pristine: extracts the base tag of the materialised tree
 # to component::pristine_tree, once per base commit; prints the directory.

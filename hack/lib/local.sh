@@ -54,7 +54,10 @@ LOCAL_SCHEDULER_PORT="${LOCAL_SCHEDULER_PORT:-10359}"
 LOCAL_KWOK_PORT="${LOCAL_KWOK_PORT:-10347}"
 LOCAL_WAIT="${LOCAL_WAIT:-180}"
 
-# The binaries the cluster runs, and the build script that makes each.
+# The binaries the cluster runs, and the build script that makes each: the
+# control plane of the release line LINE (default: the newest) from KUBE_BIN,
+# the tools from _output/bin.
+KUBE_BIN="$(line::bin)"
 LOCAL_KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 LOCAL_TOOL_BINARIES=(etcd kwok kwokctl)
 
@@ -70,7 +73,7 @@ local::kwokctl() {
 
 # local::kubectl ARGS...: the project's kubectl against the local cluster.
 local::kubectl() {
-  "${OUTPUT_BIN}/kubectl" --kubeconfig "${LOCAL_KUBECONFIG}" --cache-dir "${LOCAL_DIR}/kube-cache" "$@"
+  "${KUBE_BIN}/kubectl" --kubeconfig "${LOCAL_KUBECONFIG}" --cache-dir "${LOCAL_DIR}/kube-cache" "$@"
 }
 
 # The components in the order local::stop stops them (etcd last, so that the

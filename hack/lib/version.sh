@@ -17,8 +17,8 @@
 # loaded component.
 version::vars() {
   local fork_name count
-  # shellcheck disable=SC1090
-  fork_name="$(source "${REPO_ROOT}/build/${COMPONENT_NAME}/component.env" && echo "${FORK_NAME:?FORK_NAME is not set}")"
+  fork_name="$(component::setting "${COMPONENT_NAME}" FORK_NAME)"
+  [[ -n "${fork_name}" ]] || fatal "build/${COMPONENT_NAME}/component.env: FORK_NAME is not set"
   count="$(component::git rev-list --count "${COMPONENT_BASE_TAG}..HEAD")"
   FORK_GIT_COMMIT="$(component::git rev-parse HEAD)"
   FORK_GIT_VERSION="${COMPONENT_VERSION}-${fork_name}.${count}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Applies patches/<component>/*.patch, in order, with `git am --3way` on top of
+# Applies patches/<component>/<line>/*.patch, in order, with `git am --3way` on top of
 # base/<version> in the materialised tree (materialising it first if needed).
 #
 # Usage: apply.sh [component]   (default: kubernetes)
@@ -18,7 +18,7 @@ series="$(component::series_id)"
 head="$(component::git rev-parse HEAD)"
 if [[ -f "$(component::sync_file)" ]] && [[ "$(cat "$(component::sync_file)")" == "${head} ${series}" ]] &&
   [[ -z "$(component::git status --porcelain --untracked-files=no)" ]]; then
-  log "${COMPONENT_TREE}: patches/${COMPONENT_NAME} already applied"
+  log "${COMPONENT_TREE}: $(component::rel_patches) already applied"
   exit 0
 fi
 if [[ -z "${FORCE:-}" ]]; then
@@ -31,13 +31,13 @@ component::git reset --quiet --hard "${COMPONENT_BASE_TAG}"
 component::git clean --quiet -fdx -e /_output
 
 mapfile -t patches < <(component::series_files)
-log "applying ${#patches[@]} patches from patches/${COMPONENT_NAME} onto ${COMPONENT_BASE_TAG}"
+log "applying ${#patches[@]} patches from $(component::rel_patches) onto ${COMPONENT_BASE_TAG}"
 for p in "${patches[@]}"; do
   if ! out="$(component::git am --3way --keep-cr --committer-date-is-author-date "${p}" 2>&1)"; then
     conflicts="$(component::git diff --name-only --diff-filter=U 2>/dev/null | sed 's/^/    /')"
     component::git am --abort >/dev/null 2>&1 || true
     printf '%s\n' "${out}" | sed 's/^/    /' >&2
-    fatal "patches/${COMPONENT_NAME}/$(component::patch_name "${p}") does not apply to ${COMPONENT_BASE_TAG}${conflicts:+; conflicting paths:
+    fatal "$(component::rel_patches)/$(component::patch_name "${p}") does not apply to ${COMPONENT_BASE_TAG}${conflicts:+; conflicting paths:
 ${conflicts}}"
   fi
 done

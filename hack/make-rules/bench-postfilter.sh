@@ -32,7 +32,7 @@ BENCH=BenchmarkPostFilterDisruptionPolicy
 
 component::require_series_tree
 grep -q "^func ${BENCH}(" "${COMPONENT_TREE}/${PKG}"/*_test.go ||
-  fatal "${COMPONENT_TREE}/${PKG} has no ${BENCH}: patches/${COMPONENT_NAME} lacks it"
+  fatal "${COMPONENT_TREE}/${PKG} has no ${BENCH}: $(component::rel_patches) lacks it"
 
 "${REPO_ROOT}/hack/make-rules/tools.sh" benchstat
 
@@ -68,7 +68,7 @@ report="${BENCH_OUT}/postfilter.md"
   echo "- command: \`make bench-postfilter\` (BENCH_POSTFILTER_COUNT=${BENCH_POSTFILTER_COUNT}), ${elapsed} s"
   echo "- machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -sr), $(go version | cut -d' ' -f3)"
   echo "- load average (1/5/15 min): ${load_start} at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (shared machine)"
-  echo "- patched tree: $(component::series_files | wc -l) patches of patches/${COMPONENT_NAME} on ${UPSTREAM_VERSION} (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit $(git -C "${REPO_ROOT}" rev-parse --short=12 HEAD)"
+  echo "- patched tree: $(component::series_files | wc -l) patches of $(component::rel_patches) on ${UPSTREAM_VERSION} (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit $(git -C "${REPO_ROOT}" rev-parse --short=12 HEAD)"
   echo "- raw output: [postfilter.txt](postfilter.txt)"
   echo
   echo '```'

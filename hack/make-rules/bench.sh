@@ -182,7 +182,7 @@ binary_of() {
 
 # --- the patched tree
 component::require_series_tree
-[[ -d "${COMPONENT_TREE}/${PERF}/disruption_policy" ]] || fatal "${COMPONENT_TREE}/${PERF}/disruption_policy is missing: patches/${COMPONENT_NAME} lacks the KEP-3280 scheduler_perf workloads"
+[[ -d "${COMPONENT_TREE}/${PERF}/disruption_policy" ]] || fatal "${COMPONENT_TREE}/${PERF}/disruption_policy is missing: $(component::rel_patches) lacks the KEP-3280 scheduler_perf workloads"
 
 # --- pristine upstream: the base tag, extracted once per base commit
 # (shared with hack/make-rules/build-pristine.sh)
@@ -390,7 +390,7 @@ meta=(
   -meta "machine=$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr), $(go version | cut -d' ' -f3)"
   -meta "load average (1/5/15 min)=${load_start} at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end: the machine is shared, other builds may have run during the rounds"
   -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
-  -meta "patched=$(component::series_files | wc -l) patches of patches/${COMPONENT_NAME} on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
+  -meta "patched=$(component::series_files | wc -l) patches of $(component::rel_patches) on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
   -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
   -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, every other gate at its default; VictimRemoval/ProtectedVictimFastPath: the kube-apiserver with the eviction fast path, $(IFS=,; echo "${FAST_PATH_GATES[*]}") (opt-in, EVICTION_FAST_PATH=1 in kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
   -meta "CPU time=user + system time of the benchmark process and its descendants (etcd), read from /proc when scheduler_perf creates and closes the CPU profile of the measured phase (-perf-cpuprofile, on in every run), and from rusage for the whole run (hack/benchreport run); instructions: ${instructions}"

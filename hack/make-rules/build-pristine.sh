@@ -34,6 +34,6 @@ for c in "${components[@]}"; do
     FORK_BUILD_DATE="$(date --date="@${SOURCE_DATE_EPOCH}" -u +'%Y-%m-%dT%H:%M:%SZ')"
     export SOURCE_DATE_EPOCH FORK_GIT_MAJOR FORK_GIT_MINOR FORK_GIT_VERSION FORK_GIT_COMMIT FORK_GIT_TREE_STATE FORK_GIT_BRANCH FORK_BUILD_DATE
     log "building pristine ${binaries[*]} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}) from ${tree}"
-    build::go "${tree}" "${OUTPUT_BIN}/pristine" "${binaries[@]}"
+    build::go "${tree}" "$(line::bin)/pristine" "${binaries[@]}"
   )
 done

@@ -48,7 +48,7 @@ build::component() {
   component::load "${name}"
   version::vars
   log "building ${*} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}, ${FORK_GIT_TREE_STATE})${from:+, k8s.io/* from _output/src/${from}}"
-  build::go "${COMPONENT_TREE}" "${OUTPUT_BIN}" "$@"
+  build::go "${COMPONENT_TREE}" "$(line::bin)" "$@"
 }
 
 args=("$@")

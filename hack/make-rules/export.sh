@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the commits on top of base/<version> in the materialised tree back
-# into patches/<component>/<topic>/, each by its "Topic:" trailer, in a
+# into patches/<component>/<line>/<topic>/, each by its "Topic:" trailer, in a
 # reproducible format (see component::export_series). Materialise, apply and
 # export leave patches/ byte-identical. The topics list and each TOPIC.md are
 # written by hand; a commit of a topic the list lacks is refused.
@@ -28,7 +28,7 @@ for d in "${tmp}"/*/; do
   t="$(basename "${d}")"
   mkdir -p "${COMPONENT_PATCHES}/${t}"
   mv "${d}"*.patch "${COMPONENT_PATCHES}/${t}/"
-  [[ -f "${COMPONENT_PATCHES}/${t}/TOPIC.md" ]] || log "patches/${COMPONENT_NAME}/${t}/TOPIC.md is missing: write it (docs/development.md says what it holds)"
+  [[ -f "${COMPONENT_PATCHES}/${t}/TOPIC.md" ]] || log "$(component::rel_patches)/${t}/TOPIC.md is missing: write it (docs/development.md says what it holds)"
 done
 component::record_sync
-log "exported $(component::series_files | wc -l) patches in $(component::topics | wc -l) topics to patches/${COMPONENT_NAME}"
+log "exported $(component::series_files | wc -l) patches in $(component::topics | wc -l) topics to $(component::rel_patches)"

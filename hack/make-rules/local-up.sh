@@ -26,7 +26,7 @@ source "${REPO_ROOT}/hack/lib/local.sh"
 # 1. Not already running.
 running="$(local::running_pids)"
 if [[ -n "${running}" ]]; then
-  fatal "the local cluster is already running ($(echo "${running}" | awk '{printf "%s%s pid %s", sep, $2, $1; sep=", "}')); use it with: ${OUTPUT_BIN}/kubectl --kubeconfig ${LOCAL_KUBECONFIG} get nodes, or stop it with 'make local-down'"
+  fatal "the local cluster is already running ($(echo "${running}" | awk '{printf "%s%s pid %s", sep, $2, $1; sep=", "}')); use it with: ${KUBE_BIN}/kubectl --kubeconfig ${LOCAL_KUBECONFIG} get nodes, or stop it with 'make local-down'"
 fi
 if [[ -e "${LOCAL_DIR}" ]]; then
   log "removing the data of a local cluster that is no longer running (${LOCAL_DIR})"
@@ -36,7 +36,7 @@ fi
 # 2. Binaries: build what is missing.
 missing_kube=() missing_tools=()
 for b in "${LOCAL_KUBE_BINARIES[@]}"; do
-  [[ -x "${OUTPUT_BIN}/${b}" ]] || missing_kube+=("${b}")
+  [[ -x "${KUBE_BIN}/${b}" ]] || missing_kube+=("${b}")
 done
 for b in "${LOCAL_TOOL_BINARIES[@]}"; do
   [[ -x "${OUTPUT_BIN}/${b}" ]] || missing_tools+=("${b}")
@@ -56,7 +56,10 @@ if [[ ${#missing_tools[@]} -gt 0 ]]; then
   "${REPO_ROOT}/hack/make-rules/tools.sh" "${tools[@]}" ||
     fatal "could not build ${missing_tools[*]} (see above); 'make tools' builds them"
 fi
-for b in "${LOCAL_KUBE_BINARIES[@]}" "${LOCAL_TOOL_BINARIES[@]}"; do
+for b in "${LOCAL_KUBE_BINARIES[@]}"; do
+  [[ -x "${KUBE_BIN}/${b}" ]] || fatal "${KUBE_BIN}/${b} is missing or not executable (run 'make${LINE:+ LINE=${LINE}}')"
+done
+for b in "${LOCAL_TOOL_BINARIES[@]}"; do
   [[ -x "${OUTPUT_BIN}/${b}" ]] || fatal "${OUTPUT_BIN}/${b} is missing or not executable (run 'make')"
 done
 
@@ -79,9 +82,9 @@ etcd_client="http://127.0.0.1:${LOCAL_ETCD_PORT}"
 create_args=(
   --runtime binary
   --kubeconfig "${LOCAL_KUBECONFIG}"
-  --kube-apiserver-binary "${OUTPUT_BIN}/kube-apiserver"
-  --kube-controller-manager-binary "${OUTPUT_BIN}/kube-controller-manager"
-  --kube-scheduler-binary "${OUTPUT_BIN}/kube-scheduler"
+  --kube-apiserver-binary "${KUBE_BIN}/kube-apiserver"
+  --kube-controller-manager-binary "${KUBE_BIN}/kube-controller-manager"
+  --kube-scheduler-binary "${KUBE_BIN}/kube-scheduler"
   --etcd-binary "${OUTPUT_BIN}/etcd"
   --kwok-controller-binary "${OUTPUT_BIN}/kwok"
   --kube-apiserver-port "${LOCAL_APISERVER_PORT}"
@@ -212,7 +215,7 @@ cat <<EOF
 The local cluster '${LOCAL_NAME}' is running on 127.0.0.1 (${LOCAL_NODES} KWOK nodes, gates: ${LOCAL_FEATURE_GATES:-none}, runtime-config: ${LOCAL_RUNTIME_CONFIG:-none}).
 
   export KUBECONFIG=${LOCAL_KUBECONFIG}
-  ${OUTPUT_BIN#"${REPO_ROOT}/"}/kubectl get nodes
+  ${KUBE_BIN#"${REPO_ROOT}/"}/kubectl get nodes
 
   kube-apiserver  https://127.0.0.1:${LOCAL_APISERVER_PORT}
   kube-scheduler  https://127.0.0.1:${LOCAL_SCHEDULER_PORT}/metrics (no credentials needed)

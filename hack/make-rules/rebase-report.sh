@@ -48,13 +48,17 @@ candidates() {
     tr ' ' '\n' <<<"${REPORT_VERSIONS}" | sed '/^$/d'
     return
   fi
-  local tmp v major minor
+  local tmp v major minor next
   [[ "${COMPONENT_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot parse ${COMPONENT_VERSION}"
   major="${BASH_REMATCH[1]}" minor="${BASH_REMATCH[2]}"
+  # The next minor, unless a newer release line carries the series already
+  # (an older line only follows its own patch releases).
+  next="|$((minor + 1))"
+  [[ "${COMPONENT_LINE}" == "$(component::lines "${COMPONENT_NAME}" | tail -n1)" ]] || next=""
   tmp="$(mktemp -d)"
   (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go list -m -versions -json "${COMPONENT_MODULE}") | jq -r '.Versions[]?' |
     while read -r v; do
-      [[ "${v}" =~ ^v${major}\.(${minor}|$((minor + 1)))\. ]] || continue
+      [[ "${v}" =~ ^v${major}\.(${minor}${next})\. ]] || continue
       version_lt "${COMPONENT_VERSION}" "${v}" && echo "${v}"
     done
   rm -rf "${tmp}"
@@ -73,7 +77,7 @@ try() {
   local v="$1" scratch log rc=0 need applies="" conflicts="" dropped="" regenerated="" builds="-" tests="-"
   need="$(go_needed "${v}")"
   if [[ -n "${need}" ]] && ! go_at_least "${need}"; then
-    printf '| %s | %s | not tried: its go.mod needs Go %s, this machine has %s | - | - |\n' "${COMPONENT_NAME}" "${v}" "${need}" "${go_version}"
+    printf '| %s | %s | %s | not tried: its go.mod needs Go %s, this machine has %s | - | - |\n' "${COMPONENT_LINE}" "${COMPONENT_NAME}" "${v}" "${need}" "${go_version}"
     return
   fi
   scratch="$(mktemp -d)"
@@ -81,26 +85,28 @@ try() {
   # The scratch repository starts from the current trees (git objects shared),
   # so that `git am --3way` has the old release to merge against.
   mkdir -p "${scratch}/_output/src"
-  local c
+  local c t
   while read -r c; do
-    if [[ -d "${OUTPUT_SRC}/${c}/.git" ]]; then
-      git clone --quiet --shared --no-checkout "${OUTPUT_SRC}/${c}" "${scratch}/_output/src/${c}"
-      git -C "${scratch}/_output/src/${c}" fetch --quiet --tags "${OUTPUT_SRC}/${c}" "+refs/heads/*:refs/heads/*" 2>/dev/null || true
-      git -C "${scratch}/_output/src/${c}" checkout --quiet --force main
-      cp "${OUTPUT_SRC}/${c}/.git/patch-series-sync" "${OUTPUT_SRC}/${c}/.git/materialized-recipe" "${scratch}/_output/src/${c}/.git/" 2>/dev/null || true
+    t="$(component::load "${c}" && echo "${COMPONENT_TREE_NAME}")"
+    if [[ -d "${OUTPUT_SRC}/${t}/.git" ]]; then
+      git clone --quiet --shared --no-checkout "${OUTPUT_SRC}/${t}" "${scratch}/_output/src/${t}"
+      git -C "${scratch}/_output/src/${t}" fetch --quiet --tags "${OUTPUT_SRC}/${t}" "+refs/heads/*:refs/heads/*" 2>/dev/null || true
+      git -C "${scratch}/_output/src/${t}" checkout --quiet --force main
+      cp "${OUTPUT_SRC}/${t}/.git/patch-series-sync" "${OUTPUT_SRC}/${t}/.git/materialized-recipe" "${scratch}/_output/src/${t}/.git/" 2>/dev/null || true
     fi
   done < <(component::all)
+  t="${scratch}/_output/src/${COMPONENT_TREE_NAME}"
   log="${scratch}/rebase.log"
   local tries=0
   env OUTPUT_DIR="${scratch}/_output" REBASE_VERIFY_CODEGEN=0 \
     bash "${scratch}/hack/make-rules/rebase.sh" "${COMPONENT_NAME}" "${v}" >"${log}" 2>&1 || rc=$?
   # Record every hand conflict, skip the patch, go on.
-  while [[ "${rc}" -ne 0 ]] && [[ -d "${scratch}/_output/src/${COMPONENT_NAME}/.git/rebase-apply" ]] && [[ "${tries}" -lt 100 ]]; do
+  while [[ "${rc}" -ne 0 ]] && [[ -d "${t}/.git/rebase-apply" ]] && [[ "${tries}" -lt 100 ]]; do
     local patch files
-    patch="$(sed -n 's#^!!! patches/[^/]*/\([^ ]*\) does not apply.*#\1#p' "${log}" | tail -n1)"
-    files="$(git -C "${scratch}/_output/src/${COMPONENT_NAME}" diff --name-only --diff-filter=U | paste -sd' ')"
+    patch="$(sed -n 's#^!!! patches/[^/]*/[^/]*/\([^ ]*\) does not apply.*#\1#p' "${log}" | tail -n1)"
+    files="$(git -C "${t}" diff --name-only --diff-filter=U | paste -sd' ')"
     conflicts+="${conflicts:+; }${patch%.patch}: ${files:-does not apply}"
-    git -C "${scratch}/_output/src/${COMPONENT_NAME}" am --skip >/dev/null 2>&1 || true
+    git -C "${t}" am --skip >/dev/null 2>&1 || true
     rc=0
     env OUTPUT_DIR="${scratch}/_output" REBASE_VERIFY_CODEGEN=0 \
       bash "${scratch}/hack/make-rules/rebase.sh" "${COMPONENT_NAME}" "${v}" >>"${log}" 2>&1 || rc=$?
@@ -121,7 +127,7 @@ try() {
     # Its binaries; a component that declares none: every package compiles.
     local -a build=(env OUTPUT_DIR="${scratch}/_output" SKIP_APPLY=1 bash "${scratch}/hack/make-rules/build.sh" "${COMPONENT_NAME}")
     [[ -n "$(component::setting "${COMPONENT_NAME}" BINARIES)" ]] ||
-      build=(env -C "${scratch}/_output/src/${COMPONENT_NAME}" GOFLAGS='' go build ./...)
+      build=(env -C "${t}" GOFLAGS='' go build ./...)
     if "${build[@]}" >>"${log}" 2>&1; then
       builds="yes"
     else
@@ -138,25 +144,30 @@ try() {
       tests="fail: ${failed:-see the log}"
     fi
   fi
-  printf '| %s | %s | %s | %s | %s |\n' "${COMPONENT_NAME}" "${v}" "${applies}" "${builds}" "${tests}"
+  printf '| %s | %s | %s | %s | %s | %s |\n' "${COMPONENT_LINE}" "${COMPONENT_NAME}" "${v}" "${applies}" "${builds}" "${tests}"
   rm -rf "${scratch}"
 }
 
-mapfile -t components < <(if [[ -n "${REPORT_COMPONENTS:-}" ]]; then tr ' ' '\n' <<<"${REPORT_COMPONENTS}" | sed '/^$/d'; else component::all; fi)
 rows=()
 header=()
-for c in "${components[@]}"; do
-  component::load "${c}"
-  header+=("${c} ${COMPONENT_VERSION} (series $(component::series_id | cut -c1-12))")
-  mapfile -t versions < <(candidates)
-  if [[ ${#versions[@]} -eq 0 ]]; then
-    rows+=("| ${c} | - | no newer release of ${COMPONENT_MODULE} served (patch releases of ${COMPONENT_VERSION%.*}, or the next minor) | - | - |")
-    continue
-  fi
-  for v in "${versions[@]}"; do
-    log "${c}: trying the series on ${v}"
-    rows+=("$(try "${v}")")
+for line in $(line::all | sort -rV); do
+  export LINE="${line}"
+  mapfile -t components < <(if [[ -n "${REPORT_COMPONENTS:-}" ]]; then
+    for c in ${REPORT_COMPONENTS}; do component::has_line "${c}" && echo "${c}"; done
+  else component::all; fi)
+  for c in "${components[@]}"; do
     component::load "${c}"
+    header+=("line ${line}: ${c} ${COMPONENT_VERSION} (series $(component::series_id | cut -c1-12))")
+    mapfile -t versions < <(candidates)
+    if [[ ${#versions[@]} -eq 0 ]]; then
+      rows+=("| ${line} | ${c} | - | no newer release of ${COMPONENT_MODULE} served (patch releases of ${COMPONENT_VERSION%.*}$([[ "${line}" != "$(component::lines "${c}" | tail -n1)" ]] || echo ", or the next minor")) | - | - |")
+      continue
+    fi
+    for v in "${versions[@]}"; do
+      log "${c} (line ${line}): trying the series on ${v}"
+      rows+=("$(try "${v}")")
+      component::load "${c}"
+    done
   done
 done
 
@@ -166,15 +177,15 @@ mkdir -p "$(dirname "${out}")"
   echo "# Rebase report"
   echo
   echo "Each patch series tried on the upstream releases newer than its pin that the Go module proxy serves."
-  echo "Written by \`make rebase-report\` in a scratch copy; \`make rebase COMPONENT=<c> TO=<version>\` does it for real (docs/REBASE.md)."
+  echo "Written by \`make rebase-report\` in a scratch copy, for every release line; \`make rebase COMPONENT=<c> [LINE=<line>] TO=<version>\` does it for real (docs/REBASE.md)."
   echo
   for h in "${header[@]}"; do
     echo "- pin: ${h}"
   done
   echo "- Go on this machine: ${go_version}"
   echo
-  echo "| component | release | applies | builds | upstream tests of the touched packages |"
-  echo "|---|---|---|---|---|"
+  echo "| line | component | release | applies | builds | upstream tests of the touched packages |"
+  echo "|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
 } >"${out}.tmp"
 mv "${out}.tmp" "${out}"

@@ -34,7 +34,7 @@ test_component() {
   local dirs unit=() integration=() d skip status=0
   mapfile -t dirs < <(touched_go_dirs "${COMPONENT_TREE}" "${COMPONENT_BASE_TAG}")
   if [[ ${#dirs[@]} -eq 0 ]]; then
-    log "patches/${COMPONENT_NAME} touches no Go package: no upstream tests to run"
+    log "$(component::rel_patches) touches no Go package: no upstream tests to run"
     return 0
   fi
   while read -r d; do

@@ -13,7 +13,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
-[[ $# -ge 2 && -n "$2" ]] || fatal "usage: make topic-test TOPIC=<topic> [COMPONENT=<c>] (topics: patches/<c>/topics)"
+[[ $# -ge 2 && -n "$2" ]] || fatal "usage: make topic-test TOPIC=<topic> [COMPONENT=<c>] (topics: patches/<c>/<line>/topics)"
 component::load "$1"
 topic="$2"
 shift 2

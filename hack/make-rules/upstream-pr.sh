@@ -25,12 +25,12 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
-[[ $# -eq 2 && -n "$2" ]] || fatal "usage: make upstream-pr TOPIC=<topic> [COMPONENT=<c>] (topics: patches/<c>/topics)"
+[[ $# -eq 2 && -n "$2" ]] || fatal "usage: make upstream-pr TOPIC=<topic> [COMPONENT=<c>] (topics: patches/<c>/<line>/topics)"
 component::load "$1"
 topic="$2"
 component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${COMPONENT_NAME}' first"
 md="${COMPONENT_PATCHES}/${topic}/TOPIC.md"
-[[ -f "${md}" ]] || fatal "patches/${COMPONENT_NAME}/${topic}/TOPIC.md is missing (topics: $(component::topics | paste -sd' ' -))"
+[[ -f "${md}" ]] || fatal "$(component::rel_patches)/${topic}/TOPIC.md is missing (topics: $(component::topics | paste -sd' ' -))"
 mapfile -t closure < <(component::topic_closure "${topic}")
 mapfile -t own < <(component::topic_files "${topic}")
 deps=()
@@ -60,7 +60,7 @@ for f in "${own[@]}"; do
   fi
 done
 if { intro; section "Notes for reviewers"; section "Benchmarks"; section "Release note"; } | grep -qiE "kube-${fork}\b|kube-guard"; then
-  problems+=("patches/${COMPONENT_NAME}/${topic}/TOPIC.md: the text a pull request takes from it names the fork")
+  problems+=("$(component::rel_patches)/${topic}/TOPIC.md: the text a pull request takes from it names the fork")
 fi
 
 # Upstream's checks, on a tree of the topic and its dependencies.
@@ -80,7 +80,7 @@ if [[ -n "$(for f in "${own[@]}"; do component::patch_trailer "${f}" Regenerate;
 fi
 if ((${#problems[@]} > 0)); then
   printf '!!! %s\n' "${problems[@]}" >&2
-  fatal "patches/${COMPONENT_NAME}/${topic} is not ready for an upstream pull request"
+  fatal "$(component::rel_patches)/${topic} is not ready for an upstream pull request"
 fi
 
 # The branch, on the pristine release, without the fork's trailers.

@@ -71,8 +71,8 @@ func TestTrailerCheck(t *testing.T) {
 	r.export(t)
 	out, err := r.run(t, nil, "verify/trailers.sh", throwaway)
 	require.Error(t, err, out)
-	require.Contains(t, out, "patches/uuid/fix/0001-doc-no-trailer.patch: no Rebase-Policy trailer")
-	require.Contains(t, out, "patches/uuid/fix/0002-uuid-add-Min-generated-no-Regenerate.patch: changes the generated file zz_generated.exports.txt but has no Regenerate trailer")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/0001-doc-no-trailer.patch: no Rebase-Policy trailer")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/0002-uuid-add-Min-generated-no-Regenerate.patch: changes the generated file zz_generated.exports.txt but has no Regenerate trailer")
 	require.Contains(t, out, "0003-doc-a-bad-policy.patch: Rebase-Policy 'keep' is neither")
 	require.Contains(t, out, "0003-doc-a-bad-policy.patch: Regenerate step 'nonsense' is not one of")
 }
@@ -83,7 +83,7 @@ func TestTrailerCheck(t *testing.T) {
 // after the topic) is reported too.
 func TestTopicsCheck(t *testing.T) {
 	r := newRebaseRepo(t)
-	topics := filepath.Join(r.dir, "patches", throwaway)
+	topics := filepath.Join(r.dir, "patches", throwaway, throwawayLine)
 	writeTopic := func(name, header string) {
 		t.Helper()
 		require.NoError(t, os.MkdirAll(filepath.Join(topics, name), 0o755))
@@ -95,7 +95,7 @@ func TestTopicsCheck(t *testing.T) {
 
 	out, err := r.run(t, nil, "verify/topics.sh", throwaway)
 	require.Error(t, err, out)
-	require.Contains(t, out, "patches/uuid/more does not apply alone (with no other topic) to a fresh base/v1.5.0: declare what it needs in its TOPIC.md's Depends")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/more does not apply alone (with no other topic) to a fresh base/v1.5.0: declare what it needs in its TOPIC.md's Depends")
 	require.Contains(t, out, "uuid/fix: applies alone (fix; 1 patches)")
 
 	writeTopic("more", "Upstream-Status: not-proposed\nBug: none\nGates: none\nDepends: fix\n")
@@ -116,15 +116,15 @@ func TestTopicsCheck(t *testing.T) {
 	writeTopic("fix", "Upstream-Status: maybe\nBug: none\nGates: none\nDepends: more\nKind: improvement\nSIG: scheduling\n")
 	out, err = r.run(t, nil, "verify/topics.sh", throwaway)
 	require.Error(t, err, out)
-	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Upstream-Status 'maybe' is not one of")
-	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: depends on more, which the list puts after it")
-	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Kind 'improvement' is not one of upstream's /kind labels")
-	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: SIG 'scheduling' is not sig-<name>")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/TOPIC.md: Upstream-Status 'maybe' is not one of")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/TOPIC.md: depends on more, which the list puts after it")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/TOPIC.md: Kind 'improvement' is not one of upstream's /kind labels")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/TOPIC.md: SIG 'scheduling' is not sig-<name>")
 
 	writeTopic("fix", "Upstream-Status: proposal-drafted\nBug: none\nGates: none\nDepends: none\n")
 	out, err = r.run(t, nil, "verify/topics.sh", throwaway)
 	require.Error(t, err, out)
-	require.Contains(t, out, "patches/uuid/fix/TOPIC.md: Upstream-Status proposal-drafted, but docs/upstream/uuid/fix/ (make upstream-pr's output")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/TOPIC.md: Upstream-Status proposal-drafted, but docs/upstream/uuid/fix/ (make upstream-pr's output")
 }
 
 // TestUpstreamPR: a topic becomes a branch on the pristine release with its
@@ -173,7 +173,7 @@ func TestUpstreamPR(t *testing.T) {
 // changes the line the one in "fix" wrote, so that it needs it. Exported.
 func (r *rebaseRepo) twoTopics(t *testing.T, moreTopic string) {
 	t.Helper()
-	topics := filepath.Join(r.dir, "patches", throwaway)
+	topics := filepath.Join(r.dir, "patches", throwaway, throwawayLine)
 	require.NoError(t, os.WriteFile(filepath.Join(topics, "topics"), []byte("fix\nmore\n"), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(topics, "more"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(topics, "more", "TOPIC.md"), []byte(moreTopic), 0o644))

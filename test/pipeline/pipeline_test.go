@@ -53,17 +53,27 @@ func run(m *testing.M) int {
 			panic(string(out))
 		}
 	}
+	// Both components on the real newest line, with its pins.
+	for _, c := range []pins.Component{kube, desched} {
+		if err := os.MkdirAll(filepath.Join(scratch, "patches", c.Name, c.Line), 0o755); err != nil {
+			panic(err)
+		}
+		env := filepath.Join("patches", c.Name, c.Line, "line.env")
+		if out, err := exec.Command("cp", filepath.Join(realRepo, env), filepath.Join(scratch, env)).CombinedOutput(); err != nil {
+			panic(string(out))
+		}
+	}
 	// The scratch series has two topics, in this order.
 	for _, topic := range []string{"sched", "api"} {
-		if err := os.MkdirAll(filepath.Join(scratch, "patches", "kubernetes", topic), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(patchesDir(), topic), 0o755); err != nil {
 			panic(err)
 		}
 		md := "# The " + topic + " topic of the pipeline tests\n\nUpstream-Status: not-proposed\nBug: none\nGates: none\nDepends: none\n\nA test topic.\n"
-		if err := os.WriteFile(filepath.Join(scratch, "patches", "kubernetes", topic, "TOPIC.md"), []byte(md), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(patchesDir(), topic, "TOPIC.md"), []byte(md), 0o644); err != nil {
 			panic(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(scratch, "patches", "kubernetes", "topics"), []byte("# test topics\nsched\napi\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(patchesDir(), "topics"), []byte("# test topics\nsched\napi\n"), 0o644); err != nil {
 		panic(err)
 	}
 	tree = filepath.Join(scratch, "_output", "src", "kubernetes")
@@ -124,7 +134,7 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func patchesDir() string { return filepath.Join(scratch, "patches", "kubernetes") }
+func patchesDir() string { return filepath.Join(scratch, "patches", "kubernetes", kube.Line) }
 
 // readPatches returns the patch files of the scratch series by
 // "<topic>/<name>".
@@ -248,8 +258,8 @@ func TestExportFilesCommitsByTopic(t *testing.T) {
 		name, trailer, want string
 	}{
 		{"no topic", "", "needs one 'Topic: <name>' trailer (one of: sched api;"},
-		{"unknown topic", "Topic: nope", "says Topic: nope, which patches/kubernetes/topics does not list"},
-		{"out of order", "Topic: sched", "comes after commits of topic api, which patches/kubernetes/topics puts after sched"},
+		{"unknown topic", "Topic: nope", "says Topic: nope, which patches/kubernetes/" + kube.Line + "/topics does not list"},
+		{"out of order", "Topic: sched", "comes after commits of topic api, which patches/kubernetes/" + kube.Line + "/topics puts after sched"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			git(t, "reset", "-q", "--hard", before)
@@ -293,7 +303,7 @@ diff --git a/staging/src/k8s.io/api/scheduling/v1/types.go b/staging/src/k8s.io/
 
 	out, err := script(t, nil, "apply.sh")
 	require.Error(t, err, "a patch that does not apply must fail the apply:\n%s", out)
-	require.Contains(t, out, "patches/kubernetes/api/0002-conflicting-change.patch does not apply to "+kube.BaseTag())
+	require.Contains(t, out, "patches/kubernetes/"+kube.Line+"/api/0002-conflicting-change.patch does not apply to "+kube.BaseTag())
 	require.Contains(t, out, "staging/src/k8s.io/api/scheduling/v1/types.go")
 	// The patches before it are applied; no am session is left behind.
 	require.Equal(t, "api: second test change", git(t, "log", "-1", "--format=%s"))
@@ -327,17 +337,17 @@ func TestUnexportedWorkIsNeverDiscarded(t *testing.T) {
 }
 
 // TestDeschedulerComponent: a second component goes through the same scripts.
-// An absent patches/descheduler is an empty series; the base commit puts the
+// A line with no topics (only its line.env) is an empty series; the base commit puts the
 // descheduler on the patched staging modules of the kubernetes tree; an
 // exported commit comes back from materialise + apply, byte for byte.
 func TestDeschedulerComponent(t *testing.T) {
 	dtree := filepath.Join(scratch, "_output", "src", "descheduler")
-	dpatches := filepath.Join(scratch, "patches", "descheduler")
-	require.NoDirExists(t, dpatches)
+	dpatches := filepath.Join(scratch, "patches", "descheduler", desched.Line)
+	require.NoFileExists(t, filepath.Join(dpatches, "topics"))
 	dgit := func(args ...string) string { t.Helper(); return gitIn(t, dtree, args...) }
 
 	out := mustScript(t, "apply.sh", "descheduler")
-	require.Contains(t, out, "applying 0 patches from patches/descheduler")
+	require.Contains(t, out, "applying 0 patches from patches/descheduler/"+desched.Line)
 	require.Equal(t, dgit("rev-parse", desched.BaseTag()+"^{commit}"), dgit("rev-parse", "HEAD"), "an empty series leaves the tree at base")
 	require.Equal(t, dgit("rev-parse", desched.UpstreamTag()+"^{commit}"), dgit("rev-parse", desched.BaseTag()+"^"))
 	if realTree := filepath.Join(realRepo, "_output", "src", "descheduler"); dirExists(realTree) {
@@ -375,7 +385,7 @@ func TestDeschedulerComponent(t *testing.T) {
 
 	require.NoError(t, os.RemoveAll(dtree))
 	out = mustScript(t, "apply.sh", "descheduler")
-	require.Contains(t, out, "applying 1 patches from patches/descheduler")
+	require.Contains(t, out, "applying 1 patches from patches/descheduler/"+desched.Line)
 	require.Equal(t, want, dgit("rev-parse", "HEAD^{tree}"))
 	mustScript(t, "export.sh", "descheduler")
 	again, err := os.ReadFile(entries[0])

@@ -23,13 +23,18 @@ const (
 	throwaway     = "uuid"
 	throwawayFrom = "v1.5.0"
 	throwawayTo   = "v1.6.0"
+	// throwawayLine is the release line the throwaway series is on.
+	throwawayLine = "1.5"
 )
 
 const throwawayEnv = `# A throwaway component for the pipeline tests.
 UPSTREAM_MODULE=github.com/google/uuid
-UPSTREAM_VERSION=v1.5.0
 FORK_NAME=guard
 GENERATED_PATHS="zz_generated.*"
+`
+
+const throwawayLineEnv = `# The throwaway component's release line.
+UPSTREAM_VERSION=v1.5.0
 `
 
 const throwawayCodegen = `#!/usr/bin/env bash
@@ -64,10 +69,12 @@ func newRebaseRepo(t *testing.T) *rebaseRepo {
 	require.NoError(t, os.MkdirAll(comp, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(comp, "component.env"), []byte(throwawayEnv), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(comp, "codegen.sh"), []byte(throwawayCodegen), 0o755))
-	// One topic, "fix", holds the throwaway series.
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "patches", throwaway, "fix"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "patches", throwaway, "topics"), []byte("fix\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "patches", throwaway, "fix", "TOPIC.md"),
+	// One topic, "fix", holds the throwaway series, on one release line.
+	series := filepath.Join(dir, "patches", throwaway, throwawayLine)
+	require.NoError(t, os.MkdirAll(filepath.Join(series, "fix"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(series, "line.env"), []byte(throwawayLineEnv), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(series, "topics"), []byte("fix\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(series, "fix", "TOPIC.md"),
 		[]byte("# Fixes of the throwaway component\n\nUpstream-Status: not-proposed\nBug: none\nGates: none\nDepends: none\n\nTest changes.\n"), 0o644))
 	r := &rebaseRepo{dir: dir, tree: filepath.Join(dir, "_output", "src", throwaway)}
 	r.mustRun(t, "materialize.sh", throwaway)
@@ -163,7 +170,7 @@ func (r *rebaseRepo) export(t *testing.T) { r.mustRun(t, "export.sh", throwaway)
 
 func (r *rebaseRepo) patchNames(t *testing.T) []string {
 	t.Helper()
-	matches, err := filepath.Glob(filepath.Join(r.dir, "patches", throwaway, "fix", "*.patch"))
+	matches, err := filepath.Glob(filepath.Join(r.dir, "patches", throwaway, throwawayLine, "fix", "*.patch"))
 	require.NoError(t, err)
 	var n []string
 	for _, m := range matches {
@@ -174,7 +181,7 @@ func (r *rebaseRepo) patchNames(t *testing.T) []string {
 
 func (r *rebaseRepo) pin(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.dir, "build", throwaway, "component.env"))
+	b, err := os.ReadFile(filepath.Join(r.dir, "patches", throwaway, throwawayLine, "line.env"))
 	require.NoError(t, err)
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "UPSTREAM_VERSION="); ok {
@@ -190,7 +197,7 @@ func (r *rebaseRepo) pin(t *testing.T) string {
 // apply a no-op.
 func (r *rebaseRepo) requireRebased(t *testing.T, n int) {
 	t.Helper()
-	require.Equal(t, throwawayTo, r.pin(t), "the pin moved in component.env")
+	require.Equal(t, throwawayTo, r.pin(t), "the pin moved in the line's line.env")
 	require.Equal(t, "main", r.git(t, "branch", "--show-current"))
 	require.Equal(t, r.git(t, "rev-parse", "upstream/"+throwawayTo+"^{commit}"), r.git(t, "rev-parse", "base/"+throwawayTo+"^"))
 	require.Equal(t, "", r.git(t, "for-each-ref", "refs/rebase/"), "no rebase refs left")
@@ -259,7 +266,7 @@ func TestRebaseHandConflict(t *testing.T) {
 
 	out, err := r.run(t, nil, "rebase.sh", throwaway, throwawayTo)
 	require.Error(t, err, out)
-	require.Contains(t, out, "patches/uuid/fix/0001-uuid-test-more-lengths.patch does not apply to base/v1.6.0")
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/0001-uuid-test-more-lengths.patch does not apply to base/v1.6.0")
 	require.Contains(t, out, "conflicting paths:\n      uuid_test.go\n")
 	require.Contains(t, out, "am --continue")
 	require.Contains(t, out, "make rebase COMPONENT=uuid TO=v1.6.0")
@@ -290,7 +297,7 @@ func TestRebaseHandConflict(t *testing.T) {
 	r.requireRebased(t, 2)
 	require.Contains(t, r.read(t, "uuid_test.go"), "x < 256")
 	require.Contains(t, r.read(t, "doc.go"), "kube-guard: after the conflict")
-	p, err := os.ReadFile(filepath.Join(r.dir, "patches", throwaway, "fix", "0001-uuid-test-more-lengths.patch"))
+	p, err := os.ReadFile(filepath.Join(r.dir, "patches", throwaway, throwawayLine, "fix", "0001-uuid-test-more-lengths.patch"))
 	require.NoError(t, err)
 	require.Contains(t, string(p), "-\tfor x := 1; x < 128; x++ {\n+\tfor x := 1; x < 256; x++ {", "the exported patch is the resolution against v1.6.0")
 }
@@ -394,8 +401,8 @@ func TestRebaseReport(t *testing.T) {
 	b, err := os.ReadFile(report)
 	require.NoError(t, err)
 	got := string(b)
-	require.Contains(t, got, "- pin: uuid v1.5.0 (series ")
-	require.Contains(t, got, "| uuid | v1.6.0 | conflicts: fix/0002-uuid-test-more-lengths: uuid_test.go; "+
+	require.Contains(t, got, "- pin: line "+throwawayLine+": uuid v1.5.0 (series ")
+	require.Contains(t, got, "| "+throwawayLine+" | uuid | v1.6.0 | conflicts: fix/0002-uuid-test-more-lengths: uuid_test.go; "+
 		"applies empty (upstream has it): fix/0001-uuid-add-the-Max-UUID; regenerated: fix/0003-uuid-add-Min | yes | pass |", got)
 
 	require.Equal(t, throwawayFrom, r.pin(t), "the report never moves the pin")

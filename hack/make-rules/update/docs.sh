@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Writes the generated blocks of the docs from the pins, so that no doc
 # repeats a version by hand (verify/versions.sh checks the rest):
-#   README.md  <!-- BEGIN GENERATED: pins -->: one row per component, from
-#              build/<component>/component.env.
+#   README.md  <!-- BEGIN GENERATED: pins -->: one row per release line and
+#              component, from patches/<component>/<line>/line.env.
 #   README.md  <!-- BEGIN GENERATED: topics -->: one row per topic of every
-#              series (patches/<c>/topics), from its TOPIC.md's title and
+#              series (patches/<c>/<line>/topics), from its TOPIC.md's title and
 #              header and its patch count, linking the TOPIC.md.
 #   docs/gates.md  <!-- BEGIN GENERATED: gates -->: one row per feature gate
 #              a series adds, its stage, default and dependencies read from
@@ -18,36 +18,42 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 root="${1:-${REPO_ROOT}}"
 
 pins_block() {
-  local c bins what
-  echo "| component | pinned upstream release | binaries | fork version | patches |"
-  echo "|---|---|---|---|---|"
-  while read -r c; do
-    component::load "${c}"
-    bins="$(component::setting "${c}" BINARIES)"
-    what="\`${COMPONENT_MODULE}\` ${COMPONENT_VERSION}"
-    [[ -z "${COMPONENT_STAGING_VERSION}" ]] || what+=", staging modules ${COMPONENT_STAGING_VERSION}"
-    printf '| %s | %s (`build/%s/component.env`) | %s | `%s-%s.<N>` | `patches/%s/` (%s) |\n' "${c}" "${what}" "${c}" \
-      "$(sed 's/[^ ]*/`&`/g; s/ /, /g' <<<"${bins}")" "${COMPONENT_VERSION}" "$(component::setting "${c}" FORK_NAME)" \
-      "${c}" "$(component::series_files | wc -l)"
-  done < <(component::all)
+  local c bins what line
+  echo "| line | component | pinned upstream release | binaries | fork version | patches |"
+  echo "|---|---|---|---|---|---|"
+  for line in $(line::all | sort -rV); do
+    while read -r c; do
+      LINE="${line}" component::load "${c}"
+      bins="$(component::setting "${c}" BINARIES)"
+      what="\`${COMPONENT_MODULE}\` ${COMPONENT_VERSION}"
+      [[ -z "${COMPONENT_STAGING_VERSION}" ]] || what+=", staging modules ${COMPONENT_STAGING_VERSION}"
+      printf '| %s | %s | %s (`%s`) | %s | `%s-%s.<N>` | `%s/` (%s) |\n' "${line}" "${c}" "${what}" \
+        "$(component::rel_patches)/line.env" \
+        "$(sed 's/[^ ]*/`&`/g; s/ /, /g' <<<"${bins}")" "${COMPONENT_VERSION}" "$(component::setting "${c}" FORK_NAME)" \
+        "$(component::rel_patches)" "$(component::series_files | wc -l)"
+    done < <(LINE="${line}" component::all)
+  done
 }
 
-# topics_block: README's table of topics, in `git am` order per component.
+# topics_block: README's table of topics, in `git am` order per line and
+# component.
 topics_block() {
-  local c t title
-  echo "| component | topic | what | patches | gates | depends on | upstream |"
-  echo "|---|---|---|---|---|---|---|"
-  while read -r c; do
-    component::load "${c}"
-    while read -r t; do
-      title="$(sed -n '1s/^# //p' "${COMPONENT_PATCHES}/${t}/TOPIC.md" 2>/dev/null)"
-      printf '| %s | [%s](patches/%s/%s/TOPIC.md) | %s | %s | %s | %s | %s |\n' "${c}" "${t}" "${c}" "${t}" "${title}" \
-        "$(component::topic_files "${t}" | wc -l)" \
-        "$(component::topic_field "${t}" Gates | sed 's/[A-Za-z0-9]\{1,\}/`&`/g; s/ /, /g; s/^`none`$/-/')" \
-        "$(component::topic_field "${t}" Depends | sed 's/ /, /g; s/^none$/-/')" \
-        "$(component::topic_field "${t}" Upstream-Status | sed 's/ (.*//')"
-    done < <(component::topics)
-  done < <(component::all)
+  local c t title line
+  echo "| line | component | topic | what | patches | gates | depends on | upstream |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for line in $(line::all | sort -rV); do
+    while read -r c; do
+      LINE="${line}" component::load "${c}"
+      while read -r t; do
+        title="$(sed -n '1s/^# //p' "${COMPONENT_PATCHES}/${t}/TOPIC.md" 2>/dev/null)"
+        printf '| %s | %s | [%s](%s/%s/TOPIC.md) | %s | %s | %s | %s | %s |\n' "${line}" "${c}" "${t}" "$(component::rel_patches)" "${t}" "${title}" \
+          "$(component::topic_files "${t}" | wc -l)" \
+          "$(component::topic_field "${t}" Gates | sed 's/[A-Za-z0-9]\{1,\}/`&`/g; s/ /, /g; s/^`none`$/-/')" \
+          "$(component::topic_field "${t}" Depends | sed 's/ /, /g; s/^none$/-/')" \
+          "$(component::topic_field "${t}" Upstream-Status | sed 's/ (.*//')"
+      done < <(component::topics)
+    done < <(LINE="${line}" component::all)
+  done
 }
 
 # fork_gates COMPONENT: one line per feature gate the component's series adds

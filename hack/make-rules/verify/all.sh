@@ -3,7 +3,8 @@
 # behind a toggle (SKIP_VERIFY="codegen shellcheck" skips those). Every check
 # runs, a failure does not hide the next one; the failures are listed at the
 # end and the exit code is non-zero if any failed. No check changes the
-# checkout. In order:
+# checkout. The checks of a series (PER_LINE below) run on every release line
+# (patches/<c>/<line>/), the others once. In order:
 #   series            each patch series applies with `git am` to a fresh base
 #   topics            each topic is listed and described (TOPIC.md), its
 #                     patches say so, and it applies alone with its
@@ -33,10 +34,10 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
 CHECKS=(series topics export gofmt shellcheck trailers versions docs upstream-examples debian-lock api-lint staging-overrides staging-replaces codegen)
-# Checks that take the components as arguments.
 PER_COMPONENT=" series topics export gofmt trailers api-lint staging-replaces codegen "
-
-mapfile -t components < <(component::named_or_all "$@")
+# The checks of a series, run on every release line (LINE=<line> each); the
+# others look at the repository as a whole and the default line.
+PER_LINE=" series topics export gofmt trailers api-lint codegen "
 
 applicable() {
   local c
@@ -51,29 +52,38 @@ applicable() {
   esac
 }
 
-for c in "${components[@]}"; do
-  "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}"
-done
-
 failed=()
-for check in "${CHECKS[@]}"; do
-  if [[ " ${SKIP_VERIFY:-} " == *" ${check} "* ]]; then
-    log "verify ${check}: skipped"
-    continue
-  fi
-  if ! applicable "${check}"; then
-    log "verify ${check}: not applicable to ${components[*]}"
-    continue
-  fi
-  log "verify ${check}"
-  args=()
-  [[ "${PER_COMPONENT}" != *" ${check} "* ]] || args=("${components[@]}")
-  if "$(dirname "${BASH_SOURCE[0]}")/${check}.sh" "${args[@]}"; then
-    log "verify ${check}: ok"
-  else
-    log "verify ${check}: FAILED"
-    failed+=("${check}")
-  fi
+default_line="$(line::default)"
+for line in $(line::all); do
+  export LINE="${line}"
+  mapfile -t components < <(component::named_or_all "$@" | while read -r c; do
+    if component::has_line "${c}"; then echo "${c}"; else log "verify: ${c} has no line ${line}" >&2; fi
+  done)
+  ((${#components[@]} > 0)) || continue
+  log "verify: release line ${line} (${components[*]})"
+  for c in "${components[@]}"; do
+    "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}"
+  done
+  for check in "${CHECKS[@]}"; do
+    [[ "${line}" == "${default_line}" || "${PER_LINE}" == *" ${check} "* ]] || continue
+    if [[ " ${SKIP_VERIFY:-} " == *" ${check} "* ]]; then
+      log "verify ${check}: skipped"
+      continue
+    fi
+    if ! applicable "${check}"; then
+      log "verify ${check}: not applicable to ${components[*]}"
+      continue
+    fi
+    log "verify ${check}"
+    args=()
+    [[ "${PER_COMPONENT}" != *" ${check} "* ]] || args=("${components[@]}")
+    if "$(dirname "${BASH_SOURCE[0]}")/${check}.sh" "${args[@]}"; then
+      log "verify ${check}: ok"
+    else
+      log "verify ${check}: FAILED (line ${line})"
+      failed+=("${check} (line ${line})")
+    fi
+  done
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
   log "verify: ${#failed[@]} check(s) failed: ${failed[*]}"

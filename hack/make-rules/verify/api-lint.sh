@@ -36,7 +36,7 @@ for c in "${components[@]}"; do
   log "  ${c}: kube-api-linter on ${pkgs[*]}, lines changed since ${COMPONENT_BASE_TAG}"
   if ! (cd "${COMPONENT_TREE}" && GOFLAGS='' "${linter}" run --config="${cfg}" \
     --new-from-rev="${COMPONENT_BASE_TAG}" "${pkgs[@]}"); then
-    echo "kube-api-linter found issues in lines patches/${c} adds (above)" >&2
+    echo "kube-api-linter found issues in lines $(component::rel_patches) adds (above)" >&2
     rc=1
   fi
   rm -f "${cfg}"

@@ -18,7 +18,7 @@ for c in "${components[@]}"; do
   while read -r p; do
     [[ -n "${p}" ]] || continue
     if ! (COMPONENT_TREE="${wt}/tree" component::git am --quiet --3way --keep-cr "${p}"); then
-      echo "patches/${c}/$(component::patch_name "${p}") does not apply to a fresh ${COMPONENT_BASE_TAG}" >&2
+      echo "$(component::rel_patches)/$(component::patch_name "${p}") does not apply to a fresh ${COMPONENT_BASE_TAG}" >&2
       rc=1 ok=0
       break
     fi

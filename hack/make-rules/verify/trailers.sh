@@ -6,7 +6,7 @@
 #                                               upstream change (<URL>) is in
 #                                               the release (it applies empty)
 #   Topic: <topic>                              the topic it belongs to (its
-#                                               folder under patches/<c>/;
+#                                               folder under patches/<c>/<line>/;
 #                                               verify/topics.sh checks it)
 #   Regenerate: <step>...                       the component's codegen steps
 #                                               (build/<c>/codegen.sh) that
@@ -29,7 +29,7 @@ for c in "${components[@]}"; do
   [[ ! -f "${hook}" ]] || steps="$(sed -n 's/^ALL_STEPS=(\(.*\))$/\1/p' "${hook}")"
   while read -r p; do
     [[ -n "${p}" ]] || continue
-    name="patches/${c}/$(component::patch_name "${p}")"
+    name="$(component::rel_patches)/$(component::patch_name "${p}")"
     trailers="$(sed -n '/^$/,/^---$/p' "${p}" | git interpret-trailers --parse)"
     policy="$(sed -n 's/^Rebase-Policy: //p' <<<"${trailers}")"
     if [[ -z "${policy}" ]]; then

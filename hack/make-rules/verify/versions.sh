@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Each pinned upstream release is written once, in build/<component>/component.env,
+# Each pinned upstream release is written once, in the line.env of its release
+# line (patches/<component>/<line>/line.env),
 # and each pinned tool once, in hack/tools/<tool>/go.mod.
 # This check fails on any other literal of a pinned release line (the pin
 # itself or another patch release of its minor, e.g. vA.B.0 to vA.B.9 for
@@ -8,7 +9,7 @@
 # Scripts read the pin with component::setting, Go tests with
 # test/util/pins, docs show it in a generated block (update/docs.sh).
 #
-# Not checked: the component.env files themselves; patches/ (upstream's
+# Not checked: patches/ (the line.env files themselves, upstream's
 # text and our commit messages); go.mod, go.sum and go.work.sum files (derived,
 # checked by the staging-overrides and staging-replaces checks); the Debian
 # lock of the images (derived, checked by verify/debian-lock.sh); blocks between
@@ -23,14 +24,14 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
 
 patterns=()
-while read -r c; do
-  component::load "${c}"
+while read -r line c; do
+  LINE="${line}" component::load "${c}"
   [[ "${COMPONENT_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot parse ${COMPONENT_VERSION}"
   patterns+=("(^|[^0-9A-Za-z.])v?${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
   if [[ "${COMPONENT_STAGING_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
     patterns+=("(^|[^0-9A-Za-z.])v${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
   fi
-done < <(component::all)
+done < <(for line in $(line::all); do LINE="${line}" component::all | sed "s/^/${line} /"; done)
 # Each pattern applies to the lines that contain its keyword (in lower
 # case; empty: every line). The components' releases are checked on every line.
 keywords=()
@@ -55,7 +56,7 @@ if [[ -n "${PLANT:-}" ]]; then
   files=("${PLANT}")
 else
   mapfile -t files < <(cd "${REPO_ROOT}" && git ls-files --cached --others --exclude-standard -- . \
-    ':!build/*/component.env' ':!patches/' ':!*go.mod' ':!*.sum' ':!build/images/debian.lock' ':!benchmarks/' \
+    ':!patches/' ':!*go.mod' ':!*.sum' ':!build/images/debian.lock' ':!benchmarks/' \
     ':!hack/benchreport/testdata/' ':!docs/rebase-report.md' ':!docs/measured-times.md' ':!staging-overrides/' | LC_ALL=C sort -u)
 fi
 
@@ -78,7 +79,7 @@ for f in "${files[@]}"; do
   fi
 done
 if [[ "${found}" -ne 0 ]]; then
-  echo "a pinned release is written above outside build/<component>/component.env: read it from there (scripts: component::setting; Go: test/util/pins; docs: a generated block)" >&2
+  echo "a pinned release is written above outside patches/<component>/<line>/line.env: read it from there (scripts: component::load/component::setting; Go: test/util/pins; docs: a generated block)" >&2
   exit 1
 fi
-log "verify versions: no pinned release written outside build/*/component.env"
+log "verify versions: no pinned release written outside patches/*/*/line.env"

@@ -1,8 +1,9 @@
 // Package pins reads what this repository pins, from the one place each pin
 // is written, so that no test repeats a version:
-//   - a component's upstream release: build/<component>/component.env, read
-//     the way the scripts read it (sourced by bash, so that derived values
-//     such as STAGING_VERSION come out as the scripts see them);
+//   - a component's upstream release on a release line:
+//     patches/<component>/<line>/line.env with build/<component>/component.env,
+//     read the way the scripts read them (sourced by bash, so that derived
+//     values such as STAGING_VERSION come out as the scripts see them);
 //   - a tool's version: the require line of hack/tools/<tool>/go.mod.
 package pins
 
@@ -11,12 +12,16 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
-// Component is one component's pin.
+// Component is one component's pin on one release line.
 type Component struct {
 	Name           string
+	Line           string // the release line, patches/<Name>/<Line>/
 	Module         string // UPSTREAM_MODULE
 	Version        string // UPSTREAM_VERSION
 	StagingVersion string // STAGING_VERSION, empty when it has no staging modules
@@ -29,19 +34,54 @@ func (c Component) BaseTag() string { return "base/" + c.Version }
 // UpstreamTag is the tag of the untouched upstream import.
 func (c Component) UpstreamTag() string { return "upstream/" + c.Version }
 
-// Load reads build/<name>/component.env of the repository at root.
+// Load reads the pin of component name on its newest release line.
 func Load(root, name string) (Component, error) {
-	env := filepath.Join(root, "build", name, "component.env")
-	script := `set -o errexit -o nounset; source "$1"; printf '%s\n' "${UPSTREAM_MODULE:-}" "${UPSTREAM_VERSION:-}" "${STAGING_VERSION:-}" "${FORK_NAME:-}"`
-	out, err := exec.Command("bash", "-c", script, "bash", env).Output()
+	lines, err := Lines(root, name)
 	if err != nil {
-		return Component{}, fmt.Errorf("reading %s: %w", env, err)
+		return Component{}, err
+	}
+	if len(lines) == 0 {
+		return Component{}, fmt.Errorf("patches/%s has no release line (<line>/line.env)", name)
+	}
+	return LoadLine(root, name, lines[len(lines)-1])
+}
+
+// Lines lists the release lines of component name, oldest first.
+func Lines(root, name string) ([]string, error) {
+	envs, err := filepath.Glob(filepath.Join(root, "patches", name, "*", "line.env"))
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, e := range envs {
+		lines = append(lines, filepath.Base(filepath.Dir(e)))
+	}
+	sort.Slice(lines, func(i, j int) bool {
+		a, errA := version.ParseGeneric(lines[i])
+		b, errB := version.ParseGeneric(lines[j])
+		if errA != nil || errB != nil {
+			return lines[i] < lines[j]
+		}
+		return a.LessThan(b)
+	})
+	return lines, nil
+}
+
+// LoadLine reads the pin of component name on release line line: its
+// line.env, then build/<name>/component.env.
+func LoadLine(root, name, line string) (Component, error) {
+	lineEnv := filepath.Join(root, "patches", name, line, "line.env")
+	env := filepath.Join(root, "build", name, "component.env")
+	script := `set -o errexit -o nounset; source "$1"; source "$2"; printf '%s\n' "${UPSTREAM_MODULE:-}" "${UPSTREAM_VERSION:-}" "${STAGING_VERSION:-}" "${FORK_NAME:-}"`
+	out, err := exec.Command("bash", "-c", script, "bash", lineEnv, env).Output()
+	if err != nil {
+		return Component{}, fmt.Errorf("reading %s and %s: %w", lineEnv, env, err)
 	}
 	f := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	if len(f) != 4 || f[0] == "" || f[1] == "" {
-		return Component{}, fmt.Errorf("%s sets no UPSTREAM_MODULE or UPSTREAM_VERSION", env)
+		return Component{}, fmt.Errorf("%s and %s set no UPSTREAM_MODULE or UPSTREAM_VERSION", lineEnv, env)
 	}
-	return Component{Name: name, Module: f[0], Version: f[1], StagingVersion: f[2], ForkName: f[3]}, nil
+	return Component{Name: name, Line: line, Module: f[0], Version: f[1], StagingVersion: f[2], ForkName: f[3]}, nil
 }
 
 // Tool is the version at which hack/tools/<tool>/go.mod requires module.

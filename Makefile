@@ -92,7 +92,7 @@ export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patch
 	hack/make-rules/export.sh $(COMPONENT)
 
 .PHONY: rebase
-rebase: ## Move patches/$(COMPONENT) onto upstream TO=<version>: conflicts stop with the git am session open, the same command resumes (docs/REBASE.md)
+rebase: ## Move patches/$(COMPONENT)/<line> onto upstream TO=<version>: conflicts stop with the git am session open, the same command resumes; NEW_LINE=<line> [TOPICS=...] makes a new release line instead (docs/REBASE.md)
 	hack/make-rules/rebase.sh $(COMPONENT) $(TO)
 
 .PHONY: rebase-abort

@@ -32,8 +32,20 @@
 #      that overlay), and the generated code is verified (verify-codegen.sh;
 #      REBASE_VERIFY_CODEGEN=0 skips it).
 #
+# A new release line: NEW_LINE=<line> (make rebase ... NEW_LINE=1.36) copies
+# the selected line's topics (all, or TOPICS="<topic>..." and the topics they
+# depend on) into patches/<c>/<NEW_LINE>/, with a line.env on the selected
+# line's pin, and rebases that copy onto VERSION as above, in the new line's
+# own tree (_output/src/<c>-<line>; a line newer than every other takes
+# _output/src/<c>, and the newest line's tree moves to _output/src/<c>-<its
+# line> first). The new tree is given the source tree's commits, so that
+# `git am --3way` has each patch's ancestor. The line it came from does not
+# change; the run is resumed (after a hand resolution) with the same command,
+# or with LINE=<NEW_LINE> and no NEW_LINE.
+#
 # Usage: rebase.sh COMPONENT VERSION
 #        rebase.sh --abort COMPONENT   back to the tree as it was (main), state removed
+#                                      (a new line: its folder and tree removed)
 # TO may equal the pin: that re-bases the series on a base commit whose recipe
 # changed (a new overlay), as happens to the descheduler when kubernetes moves.
 set -o errexit -o nounset -o pipefail
@@ -46,10 +58,10 @@ am_in_progress() { [[ -d "${COMPONENT_TREE}/.git/rebase-apply" ]]; }
 
 # The state of a rebase in progress, kept in the tree's .git so that a resumed
 # run (after a hand resolution) knows where it is.
-FROM="" TO="" NEXT=0 APPLYING=0 APPLIED=0 HEAD_BEFORE="" GEN_CONFLICT=0 DROPPED="" REGENERATED="" HAND_RESOLVED=""
+FROM="" TO="" NEXT=0 APPLYING=0 APPLIED=0 HEAD_BEFORE="" GEN_CONFLICT=0 DROPPED="" REGENERATED="" HAND_RESOLVED="" CREATED_LINE=0
 state_save() {
   local v
-  for v in FROM TO NEXT APPLYING APPLIED HEAD_BEFORE GEN_CONFLICT DROPPED REGENERATED HAND_RESOLVED; do
+  for v in FROM TO NEXT APPLYING APPLIED HEAD_BEFORE GEN_CONFLICT DROPPED REGENERATED HAND_RESOLVED CREATED_LINE; do
     printf '%s=%q\n' "${v}" "${!v}"
   done >"$(state_file)"
 }
@@ -135,6 +147,11 @@ abort() {
   component::load "$1"
   [[ -f "$(state_file)" ]] || fatal "no rebase of ${COMPONENT_NAME} in progress"
   state_load
+  if [[ "${CREATED_LINE}" == 1 ]]; then
+    rm -rf "${COMPONENT_TREE}" "${COMPONENT_PATCHES}" "${OUTPUT_DIR}/rebase/${COMPONENT_NAME}"
+    log "rebase of ${COMPONENT_NAME} to ${TO} abandoned: the new line ${COMPONENT_LINE} (its tree and $(component::rel_patches)) removed"
+    return
+  fi
   am_in_progress && component::git am --abort
   component::git checkout --quiet --force main
   component::git branch -D "rebase/${TO}" >/dev/null 2>&1 || true
@@ -165,7 +182,7 @@ start() {
   rm -rf "${scratch}"
   log "materialising ${COMPONENT_MODULE}@${TO} in ${scratch#"${REPO_ROOT}/"}"
   OUTPUT_DIR="${scratch}" FORCE=1 "${REPO_ROOT}/hack/make-rules/materialize.sh" "${COMPONENT_NAME}" "${TO}"
-  new_tree="${scratch}/src/${COMPONENT_NAME}"
+  new_tree="${scratch}/src/${COMPONENT_TREE_NAME}"
   if [[ ! -d "${COMPONENT_TREE}/.git" ]]; then
     # Nothing to rebase from: the new tree becomes the tree.
     mkdir -p "$(dirname "${COMPONENT_TREE}")"
@@ -173,6 +190,11 @@ start() {
     component::git tag -d "upstream/${TO}" "base/${TO}" >/dev/null
     component::git update-ref refs/rebase/upstream HEAD~1
     component::git update-ref refs/rebase/base HEAD
+    if [[ -n "${REBASE_OBJECTS_FROM:-}" ]]; then
+      # A new line: the commits of the line it comes from, for `git am --3way`.
+      component::git fetch --quiet --no-tags "${REBASE_OBJECTS_FROM}" "+refs/heads/main:refs/rebase/source"
+      CREATED_LINE=1
+    fi
   else
     component::git fetch --quiet --no-tags "${new_tree}" \
       "+refs/tags/upstream/${TO}:refs/rebase/upstream" "+refs/tags/base/${TO}:refs/rebase/base"
@@ -197,12 +219,14 @@ finish() {
   component::git branch -D "rebase/${TO}" >/dev/null
   component::git update-ref -d refs/rebase/upstream
   component::git update-ref -d refs/rebase/base
+  component::git update-ref -d refs/rebase/source 2>/dev/null || true
   component::recipe_id >"${COMPONENT_TREE}/.git/materialized-recipe"
   "${REPO_ROOT}/hack/make-rules/export.sh" "${COMPONENT_NAME}"
   rm -f "$(state_file)"
 
   # What is derived from the tree, and the components built on it.
-  if [[ "$(component::setting "${COMPONENT_NAME}" REPO_MODULE_REPLACES)" == true ]]; then
+  if [[ "$(component::setting "${COMPONENT_NAME}" REPO_MODULE_REPLACES)" == true && "${COMPONENT_LINE}" == "$(line::default)" ]]; then
+    # This repository's go.mod follows the newest line.
     "${REPO_ROOT}/hack/make-rules/update/staging-overrides.sh"
   fi
   local -a deps=()
@@ -229,11 +253,55 @@ finish() {
   done
 }
 
+# new_line COMPONENT: creates patches/<c>/<NEW_LINE>/ from the selected line
+# (see the header) and prints the tree the new line takes its commits from.
+new_line() {
+  local c="$1" src_tree dest t newest
+  [[ "${NEW_LINE}" =~ ^[0-9]+\.[0-9]+$ ]] || fatal "NEW_LINE=${NEW_LINE} is not a release line (<major>.<minor>)"
+  component::load "${c}"
+  dest="${REPO_ROOT}/patches/${c}/${NEW_LINE}"
+  [[ ! -e "${dest}" ]] || fatal "${dest#"${REPO_ROOT}/"} exists: rebase that line with LINE=${NEW_LINE} (no NEW_LINE), or remove it first"
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${c} LINE=${COMPONENT_LINE}' first"
+  [[ "$(cat "$(component::sync_file)" 2>/dev/null || true)" == "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
+    fatal "${COMPONENT_TREE} does not carry $(component::rel_patches): run 'make apply COMPONENT=${c}' first"
+  local -a topics=()
+  if [[ -n "${TOPICS:-}" ]]; then
+    mapfile -t topics < <(component::topic_closure ${TOPICS})
+  else
+    mapfile -t topics < <(component::topics)
+  fi
+  src_tree="${COMPONENT_TREE}"
+  newest="$(component::lines "${c}" | tail -n1)"
+  if [[ "$(printf '%s\n%s\n' "${newest}" "${NEW_LINE}" | sort -V | tail -n1)" == "${NEW_LINE}" && -d "${OUTPUT_SRC}/${c}/.git" ]]; then
+    # The new line is the newest: it takes _output/src/<c>.
+    [[ ! -e "${OUTPUT_SRC}/${c}-${newest}" ]] || fatal "${OUTPUT_SRC}/${c}-${newest} exists: remove it first"
+    mv "${OUTPUT_SRC}/${c}" "${OUTPUT_SRC}/${c}-${newest}"
+    src_tree="${OUTPUT_SRC}/${c}-${newest}"
+    log "${c}: the tree of line ${newest} moves to ${src_tree#"${REPO_ROOT}/"}"
+  fi
+  mkdir -p "${dest}"
+  cp "${COMPONENT_LINE_ENV}" "${dest}/line.env"
+  {
+    echo "# The topics of $(component::rel_patches | sed "s#/${COMPONENT_LINE}\$#/${NEW_LINE}#"), in the order \`git am\` applies them"
+    echo "# (docs/development.md); made from line ${COMPONENT_LINE} by make rebase NEW_LINE=${NEW_LINE}."
+    printf '%s\n' "${topics[@]}"
+  } >"${dest}/topics"
+  for t in "${topics[@]}"; do
+    cp -R "${COMPONENT_PATCHES}/${t}" "${dest}/${t}"
+  done
+  log "${c}: new line ${NEW_LINE} from line ${COMPONENT_LINE} (${topics[*]}) in ${dest#"${REPO_ROOT}/"}"
+  printf '%s\n' "${src_tree}"
+}
+
 if [[ "${1:-}" == --abort ]]; then
   abort "${2:-}"
   exit 0
 fi
 [[ $# -eq 2 ]] || usage
+if [[ -n "${NEW_LINE:-}" ]]; then
+  src="$(new_line "$1")"
+  exec env LINE="${NEW_LINE}" NEW_LINE= TOPICS= REBASE_OBJECTS_FROM="${src}" bash "${BASH_SOURCE[0]}" "$1" "$2"
+fi
 component::load "$1"
 mkdir -p "${OUTPUT_DIR}/logs"
 mapfile -t patches < <(component::series_files)

@@ -409,3 +409,58 @@ func TestRebaseReport(t *testing.T) {
 	require.Equal(t, before, r.git(t, "rev-parse", "HEAD"), "nor touches the tree")
 	require.Equal(t, patches, r.patchNames(t))
 }
+
+// TestRebaseNewLine: NEW_LINE makes a release line from the selected one,
+// rebased onto another release: an older one (v1.4.0) in a tree of its own,
+// and a newer one (v1.6.0), which takes the component's tree and moves the
+// old line's tree aside. The line it came from stays as it was, and each line
+// applies, exports and verifies on its own.
+func TestRebaseNewLine(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: a hand-written change.\n//\n// Package uuid")
+	r.commit(t, "doc: a hand-written change", "Rebase-Policy: carry")
+	r.addFunc(t, "min.go", "Min")
+	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+	r.export(t)
+	series := func(line string) string { return filepath.Join(r.dir, "patches", throwaway, line) }
+	before := r.patchNames(t)
+	oldHead := r.git(t, "rev-parse", "HEAD")
+
+	// An older line.
+	out, err := r.run(t, []string{"NEW_LINE=1.4"}, "rebase.sh", throwaway, "v1.4.0")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "new line 1.4 from line "+throwawayLine+" (fix)")
+	require.Contains(t, out, "rebased uuid from v1.5.0 onto v1.4.0: 2 patches")
+	old := filepath.Join(r.dir, "_output", "src", throwaway+"-1.4")
+	require.Equal(t, "main", gitIn(t, old, "branch", "--show-current"))
+	require.Len(t, strings.Fields(gitIn(t, old, "rev-list", "base/v1.4.0..HEAD")), 2)
+	require.Equal(t, "", gitIn(t, old, "for-each-ref", "refs/rebase/"), "no rebase refs left")
+	env, err := os.ReadFile(filepath.Join(series("1.4"), "line.env"))
+	require.NoError(t, err)
+	require.Contains(t, string(env), "UPSTREAM_VERSION=v1.4.0")
+	require.FileExists(t, filepath.Join(series("1.4"), "fix", "TOPIC.md"))
+	require.Equal(t, throwawayFrom, r.pin(t), "the line it came from keeps its pin")
+	require.Equal(t, before, r.patchNames(t))
+	require.Equal(t, oldHead, r.git(t, "rev-parse", "HEAD"), "and its tree")
+	out, err = r.run(t, []string{"SKIP_VERIFY=shellcheck versions docs"}, "verify/all.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "verify: release line 1.4 (uuid)")
+	require.Contains(t, out, "verify: every check passed")
+
+	// A newer line takes _output/src/uuid; the newest line's tree moves aside.
+	out, err = r.run(t, []string{"NEW_LINE=1.6"}, "rebase.sh", throwaway, throwawayTo)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "the tree of line "+throwawayLine+" moves to _output/src/uuid-"+throwawayLine)
+	require.Contains(t, r.read(t, "hash.go"), "Max = UUID{", "_output/src/uuid is on v1.6.0")
+	require.Equal(t, oldHead, gitIn(t, filepath.Join(r.dir, "_output", "src", throwaway+"-"+throwawayLine), "rev-parse", "HEAD"))
+	out = r.mustRun(t, "apply.sh", throwaway)
+	require.Contains(t, out, "patches/uuid/1.6 already applied", "the default line is the newest")
+	out, err = r.run(t, []string{"LINE=" + throwawayLine}, "apply.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "patches/uuid/"+throwawayLine+" already applied")
+
+	// A line that exists is refused, and the checkout stays as it was.
+	out, err = r.run(t, []string{"NEW_LINE=1.4"}, "rebase.sh", throwaway, "v1.4.0")
+	require.Error(t, err)
+	require.Contains(t, out, "patches/uuid/1.4 exists")
+}

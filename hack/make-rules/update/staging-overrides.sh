@@ -9,6 +9,8 @@
 # compares).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+# This repository's go.mod follows the newest release line, whatever LINE says.
+unset LINE
 
 component::load kubernetes
 component::is_materialised || "${REPO_ROOT}/hack/make-rules/materialize.sh" kubernetes

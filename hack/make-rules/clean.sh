@@ -5,9 +5,11 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 if [[ -z "${FORCE:-}" ]]; then
-  for env in "${REPO_ROOT}"/build/*/component.env; do
-    component::load "$(basename "$(dirname "${env}")")"
-    component::check_no_local_work
+  for line in $(line::all); do
+    while read -r c; do
+      LINE="${line}" component::load "${c}"
+      component::check_no_local_work
+    done < <(LINE="${line}" component::all)
   done
 fi
 rm -rf "${OUTPUT_DIR}"

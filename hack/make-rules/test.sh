@@ -4,7 +4,8 @@
 #   1. this repository's own Go tests (pipeline scripts, version stamps,
 #      integration tests against the built etcd and control plane), and
 #   2. upstream's unit and integration tests of every package the patch series
-#      touches (hack/make-rules/test-upstream.sh), and the topics in
+#      touches (hack/make-rules/test-upstream.sh), on every release line (an
+#      older line: LINE=<line>, in its own tree), and the topics in
 #      build/<component>/release-modules on the pristine release with its
 #      own go.mod (hack/make-rules/test-release-modules.sh), and
 #   3. the end-to-end suite on a local cluster (hack/make-rules/e2e.sh;
@@ -28,6 +29,11 @@ log "this repository's tests"
 (cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
 log "upstream tests of the packages the patch series touch"
 "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+for line in $(line::all); do
+  [[ "${line}" != "$(line::default)" ]] || continue
+  log "release line ${line}: upstream tests of the packages its series touch"
+  LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+done
 log "the topics that must stand on the pristine release with its own modules"
 "${REPO_ROOT}/hack/make-rules/test-release-modules.sh" || status=1
 if [[ "${SKIP_E2E:-0}" == "1" ]]; then

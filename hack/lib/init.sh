@@ -62,6 +62,14 @@ port_busy() {
 # is _output/src/<c>, of an older one _output/src/<c>-<line>; its binaries go
 # to _output/bin (newest line) or _output/bin/<line>/ (line::bin).
 
+# LINE, when set, must name a line that exists; checked here, in the shell
+# that sources this file, so that a typo fails instead of selecting nothing.
+line::check() {
+  [[ -n "${LINE:-}" ]] || return 0
+  line::all | grep -qxF -- "${LINE}" ||
+    fatal "LINE=${LINE} is not a release line of this repository (lines: $(line::all | paste -sd' ' -); a line is a folder patches/<c>/<line>/ with a line.env)"
+}
+
 # component::lines NAME: the release lines of component NAME, oldest first.
 component::lines() {
   local d
@@ -84,6 +92,19 @@ line::selected() {
   [[ -n "${l}" ]] || l="$(line::default)"
   [[ "${l}" =~ ^[0-9]+\.[0-9]+$ ]] || fatal "LINE=${l} is not a release line (<major>.<minor>, one of: $(line::all | paste -sd' ' -))"
   printf '%s\n' "${l}"
+}
+
+# line::hint: " LINE=<line>" when the selected line is not the default, for
+# the commands messages tell a person to run.
+line::hint() {
+  [[ -z "${LINE:-}" || "${LINE}" == "$(line::default)" ]] || printf ' LINE=%s' "${LINE}"
+}
+
+# line::require_default WHAT: fails when LINE selects another line than the
+# newest, for what works on the newest line only so far.
+line::require_default() {
+  [[ -z "${LINE:-}" || "${LINE}" == "$(line::default)" ]] ||
+    fatal "$1 works on the newest release line ($(line::default)) only so far, not on LINE=${LINE}"
 }
 
 # line::all: every line of any component, oldest first.
@@ -144,6 +165,8 @@ component::load() {
     [[ "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fatal "'${version}' is not a release version (vX.Y.Z)"
     UPSTREAM_VERSION="${version}"
   fi
+  ! grep -q '^UPSTREAM_VERSION=' "${env}" ||
+    fatal "${env} sets UPSTREAM_VERSION: a pin belongs in patches/${name}/<line>/line.env"
   # shellcheck disable=SC1090
   source "${env}"
   COMPONENT_MODULE="${UPSTREAM_MODULE:?${env}: UPSTREAM_MODULE is not set}"
@@ -499,7 +522,7 @@ component::check_no_local_work() {
     fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches', or discard them (FORCE=1 overrides)"
   fi
   component::has_unexported_commits || return 0
-  fatal "${COMPONENT_TREE} has commits that are not exported to $(component::rel_patches): run 'make export-patches' (or FORCE=1 to discard them)"
+  fatal "${COMPONENT_TREE} has commits that are not exported to $(component::rel_patches): run 'make export-patches COMPONENT=${COMPONENT_NAME}$(line::hint)' (or FORCE=1 to discard them)"
 }
 
 # component::has_unexported_commits: the tree's HEAD is neither its base nor
@@ -526,7 +549,7 @@ component::require_series_tree() {
   [[ -f "$(component::sync_file)" ]] && recorded="$(cat "$(component::sync_file)")"
   if [[ "${recorded}" != "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
     [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
-    fatal "${COMPONENT_TREE} does not carry exactly $(component::rel_patches) (commits or edits not exported, or patches/ changed): run 'make apply' (or export your work first)"
+    fatal "${COMPONENT_TREE} does not carry exactly $(component::rel_patches) (commits or edits not exported, or patches/ changed): run 'make apply COMPONENT=${COMPONENT_NAME}$(line::hint)' (or export your work first)"
   fi
 }
 
@@ -550,3 +573,5 @@ component::extract_pristine() {
   fi
   printf '%s\n' "${dir}"
 }
+
+line::check

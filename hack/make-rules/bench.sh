@@ -105,6 +105,7 @@
 #   BENCH_OUT=benchmarks      where results go
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+line::require_default "make bench"
 
 BENCH_ROUNDS="${BENCH_ROUNDS:-5}"
 BENCH_TOGETHER="${BENCH_TOGETHER:-1}"

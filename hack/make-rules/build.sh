@@ -27,7 +27,7 @@ component_of() {
       fi
     done
   done < <(component::all)
-  fatal "unknown binary $1: no build/<component>/component.env lists it in BINARIES or OPTIONAL_BINARIES"
+  fatal "unknown binary $1 on release line $(line::selected): no component of that line (build/<component>/component.env with patches/<component>/<line>/) lists it in BINARIES or OPTIONAL_BINARIES"
 }
 
 # build::component NAME BINARY...: applies NAME's series (and the one it is
@@ -40,14 +40,16 @@ build::component() {
     [[ -z "${from}" ]] || "${REPO_ROOT}/hack/make-rules/apply.sh" "${from}"
     "${REPO_ROOT}/hack/make-rules/apply.sh" "${name}"
   fi
+  local from_tree=""
   if [[ -n "${from}" ]]; then
     component::load "${from}"
+    from_tree="${COMPONENT_TREE#"${REPO_ROOT}/"}"
     component::is_materialised ||
       fatal "${COMPONENT_TREE} is not materialised: ${name} builds against its staging modules (run 'make apply COMPONENT=${from}')"
   fi
   component::load "${name}"
   version::vars
-  log "building ${*} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}, ${FORK_GIT_TREE_STATE})${from:+, k8s.io/* from _output/src/${from}}"
+  log "building ${*} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}, ${FORK_GIT_TREE_STATE})${from:+, k8s.io/* from ${from_tree}}"
   build::go "${COMPONENT_TREE}" "$(line::bin)" "$@"
 }
 

@@ -18,6 +18,7 @@
 # local cluster's (hack/lib/local.sh).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+line::require_default "make e2e"
 source "${REPO_ROOT}/hack/lib/local.sh"
 
 E2E_RUN="${E2E_RUN:-.}"

@@ -17,6 +17,7 @@
 # interrupted run leaves the previous images, and a rerun starts over.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+line::require_default "make images"
 source "${REPO_ROOT}/hack/lib/version.sh"
 
 IMAGES_OUT="${IMAGES_OUT:-${OUTPUT_DIR}/images}"

@@ -18,6 +18,7 @@
 # KIND_E2E_UPSTREAM_FOCUS, KIND_E2E_UPSTREAM_SKIP, plus hack/lib/kind.sh's.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+line::require_default "make kind-e2e"
 source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"

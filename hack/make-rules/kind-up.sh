@@ -8,6 +8,7 @@
 # _output/kind/kubeconfig; `make kind-down` deletes the cluster.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+line::require_default "make kind-up"
 source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"

@@ -19,6 +19,7 @@
 #   5. loaded into the docker engine (hack/lib/docker.sh starts one if needed).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+line::require_default "make node-image"
 source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 

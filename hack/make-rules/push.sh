@@ -9,6 +9,7 @@
 # (_output/node/oci) goes along when there is one, as REGISTRY/kube-guard/node:<version>.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+line::require_default "make push"
 
 IMAGES_OUT="${IMAGES_OUT:-${OUTPUT_DIR}/images}"
 [[ -n "${REGISTRY:-}" ]] || fatal "REGISTRY is not set: make push REGISTRY=HOST[:PORT][/PATH]"

@@ -44,10 +44,6 @@ go_at_least() { ! version_lt "v${go_version}" "v$1"; }
 # candidates: the newer releases of the loaded component worth trying, one a
 # line: same minor (patch releases), or the next minor.
 candidates() {
-  if [[ -n "${REPORT_VERSIONS:-}" ]]; then
-    tr ' ' '\n' <<<"${REPORT_VERSIONS}" | sed '/^$/d'
-    return
-  fi
   local tmp v major minor next
   [[ "${COMPONENT_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot parse ${COMPONENT_VERSION}"
   major="${BASH_REMATCH[1]}" minor="${BASH_REMATCH[2]}"
@@ -55,6 +51,11 @@ candidates() {
   # (an older line only follows its own patch releases).
   next="|$((minor + 1))"
   [[ "${COMPONENT_LINE}" == "$(component::lines "${COMPONENT_NAME}" | tail -n1)" ]] || next=""
+  if [[ -n "${REPORT_VERSIONS:-}" ]]; then
+    # The versions asked for that this line would follow.
+    tr ' ' '\n' <<<"${REPORT_VERSIONS}" | sed '/^$/d' | grep -E "^v${major}\.(${minor}${next})\." || true
+    return
+  fi
   tmp="$(mktemp -d)"
   (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go list -m -versions -json "${COMPONENT_MODULE}") | jq -r '.Versions[]?' |
     while read -r v; do

@@ -58,10 +58,10 @@ am_in_progress() { [[ -d "${COMPONENT_TREE}/.git/rebase-apply" ]]; }
 
 # The state of a rebase in progress, kept in the tree's .git so that a resumed
 # run (after a hand resolution) knows where it is.
-FROM="" TO="" NEXT=0 APPLYING=0 APPLIED=0 HEAD_BEFORE="" GEN_CONFLICT=0 DROPPED="" REGENERATED="" HAND_RESOLVED="" CREATED_LINE=0
+FROM="" TO="" NEXT=0 APPLYING=0 APPLIED=0 HEAD_BEFORE="" GEN_CONFLICT=0 DROPPED="" REGENERATED="" HAND_RESOLVED="" CREATED_LINE=0 MOVED_TREE=""
 state_save() {
   local v
-  for v in FROM TO NEXT APPLYING APPLIED HEAD_BEFORE GEN_CONFLICT DROPPED REGENERATED HAND_RESOLVED CREATED_LINE; do
+  for v in FROM TO NEXT APPLYING APPLIED HEAD_BEFORE GEN_CONFLICT DROPPED REGENERATED HAND_RESOLVED CREATED_LINE MOVED_TREE; do
     printf '%s=%q\n' "${v}" "${!v}"
   done >"$(state_file)"
 }
@@ -96,8 +96,8 @@ tell_conflict() {
     fi
     printf '    resolve the conflicts there and `git add` the files, then:\n'
     printf '      git -C %s am --continue     (or: am --skip, to drop this patch)\n' "$(rel_tree)"
-    printf '      make rebase COMPONENT=%s TO=%s         (resumes here)\n' "${COMPONENT_NAME}" "${TO}"
-    printf '    to give up: make rebase-abort COMPONENT=%s\n' "${COMPONENT_NAME}"
+    printf '      make rebase COMPONENT=%s LINE=%s TO=%s         (resumes here)\n' "${COMPONENT_NAME}" "${COMPONENT_LINE}" "${TO}"
+    printf '    to give up: make rebase-abort COMPONENT=%s LINE=%s\n' "${COMPONENT_NAME}" "${COMPONENT_LINE}"
   } >&2
 }
 
@@ -149,6 +149,10 @@ abort() {
   state_load
   if [[ "${CREATED_LINE}" == 1 ]]; then
     rm -rf "${COMPONENT_TREE}" "${COMPONENT_PATCHES}" "${OUTPUT_DIR}/rebase/${COMPONENT_NAME}"
+    if [[ -n "${MOVED_TREE}" ]]; then
+      # The newest line's tree, moved aside for the new line, goes back.
+      mv "${MOVED_TREE#*:}" "${MOVED_TREE%%:*}"
+    fi
     log "rebase of ${COMPONENT_NAME} to ${TO} abandoned: the new line ${COMPONENT_LINE} (its tree and $(component::rel_patches)) removed"
     return
   fi
@@ -174,7 +178,7 @@ start() {
   if component::is_materialised; then
     [[ -n "${FORCE:-}" ]] || component::check_no_local_work
     if [[ "$(cat "$(component::sync_file)" 2>/dev/null || true)" != "$(component::git rev-parse HEAD) $(component::series_id)" ]]; then
-      fatal "${COMPONENT_TREE} does not carry $(component::rel_patches): run 'make apply COMPONENT=${COMPONENT_NAME}' first"
+      fatal "${COMPONENT_TREE} does not carry $(component::rel_patches): run 'make apply COMPONENT=${COMPONENT_NAME} LINE=${COMPONENT_LINE}' first"
     fi
   fi
 
@@ -193,7 +197,7 @@ start() {
     if [[ -n "${REBASE_OBJECTS_FROM:-}" ]]; then
       # A new line: the commits of the line it comes from, for `git am --3way`.
       component::git fetch --quiet --no-tags "${REBASE_OBJECTS_FROM}" "+refs/heads/main:refs/rebase/source"
-      CREATED_LINE=1
+      CREATED_LINE=1 MOVED_TREE="${REBASE_MOVED_TREE:-}"
     fi
   else
     component::git fetch --quiet --no-tags "${new_tree}" \
@@ -241,8 +245,8 @@ finish() {
     "${REPO_ROOT}/hack/make-rules/verify-codegen.sh" "${COMPONENT_NAME}"
   fi
   {
-    printf '+++ rebased %s from %s onto %s: %s patches in patches/%s\n' "${COMPONENT_NAME}" "${FROM}" "${TO}" \
-      "$(component::series_files | wc -l)" "${COMPONENT_NAME}"
+    printf '+++ rebased %s from %s onto %s: %s patches in %s\n' "${COMPONENT_NAME}" "${FROM}" "${TO}" \
+      "$(component::series_files | wc -l)" "$(component::rel_patches)"
     [[ -z "${DROPPED}" ]] || printf '    dropped (upstream %s already has them): %s\n' "${TO}" "${DROPPED}"
     [[ -z "${REGENERATED}" ]] || printf '    regenerated: %s\n' "${REGENERATED}"
     [[ -z "${HAND_RESOLVED}" ]] || printf '    resolved by hand: %s\n' "${HAND_RESOLVED}"
@@ -253,36 +257,61 @@ finish() {
   done
 }
 
-# new_line COMPONENT: creates patches/<c>/<NEW_LINE>/ from the selected line
-# (see the header) and prints the tree the new line takes its commits from.
+# new_line COMPONENT VERSION: creates patches/<c>/<NEW_LINE>/ from the
+# selected line (see the header) and re-runs this script on it. Everything
+# that can be checked is checked before anything is created.
 new_line() {
-  local c="$1" src_tree dest t newest
+  local c="$1" to="$2" dest t newest new_tree moved="" closure tmp
   [[ "${NEW_LINE}" =~ ^[0-9]+\.[0-9]+$ ]] || fatal "NEW_LINE=${NEW_LINE} is not a release line (<major>.<minor>)"
   component::load "${c}"
   dest="${REPO_ROOT}/patches/${c}/${NEW_LINE}"
-  [[ ! -e "${dest}" ]] || fatal "${dest#"${REPO_ROOT}/"} exists: rebase that line with LINE=${NEW_LINE} (no NEW_LINE), or remove it first"
-  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${c} LINE=${COMPONENT_LINE}' first"
+  newest="$(component::lines "${c}" | tail -n1)"
+  new_tree="${OUTPUT_SRC}/${c}-${NEW_LINE}"
+  [[ "$(printf '%s\n%s\n' "${newest}" "${NEW_LINE}" | sort -V | tail -n1)" != "${NEW_LINE}" ]] || new_tree="${OUTPUT_SRC}/${c}"
+  if [[ -e "${dest}" ]]; then
+    # Resumed: the line is there and its rebase stopped on a conflict.
+    [[ -f "${new_tree}/.git/kube-guard-rebase" ]] ||
+      fatal "${dest#"${REPO_ROOT}/"} exists: rebase that line with LINE=${NEW_LINE} (no NEW_LINE), or remove it first"
+    exec env LINE="${NEW_LINE}" NEW_LINE= TOPICS= bash "${BASH_SOURCE[0]}" "${c}" "${to}"
+  fi
+  if [[ "${new_tree}" == "${OUTPUT_SRC}/${c}" && -n "$(component::dependents "${c}")" ]]; then
+    fatal "a line of ${c} newer than ${newest} would leave $(component::dependents "${c}" | paste -sd' ' -) (built on ${c}'s staging modules, STAGING_FROM) on a tree of another line: not supported yet; make the new line an older one, or give those components their new line first"
+  fi
+  [[ "${new_tree}" == "${OUTPUT_SRC}/${c}" || ! -e "${new_tree}" ]] ||
+    fatal "${new_tree} exists (a tree of no line): remove it first"
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${c}$(line::hint)' first"
   [[ "$(cat "$(component::sync_file)" 2>/dev/null || true)" == "$(component::git rev-parse HEAD) $(component::series_id)" ]] ||
-    fatal "${COMPONENT_TREE} does not carry $(component::rel_patches): run 'make apply COMPONENT=${c}' first"
+    fatal "${COMPONENT_TREE} does not carry $(component::rel_patches): run 'make apply COMPONENT=${c}$(line::hint)' first"
   local -a topics=()
   if [[ -n "${TOPICS:-}" ]]; then
-    mapfile -t topics < <(component::topic_closure ${TOPICS})
+    # shellcheck disable=SC2086
+    closure="$(component::topic_closure ${TOPICS})" || exit 1
+    mapfile -t topics <<<"${closure}"
   else
     mapfile -t topics < <(component::topics)
   fi
-  src_tree="${COMPONENT_TREE}"
-  newest="$(component::lines "${c}" | tail -n1)"
-  if [[ "$(printf '%s\n%s\n' "${newest}" "${NEW_LINE}" | sort -V | tail -n1)" == "${NEW_LINE}" && -d "${OUTPUT_SRC}/${c}/.git" ]]; then
+  tmp="$(mktemp -d)"
+  (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go list -m "${COMPONENT_MODULE}@${to}" >/dev/null 2>&1) ||
+    { rm -rf "${tmp}"; fatal "the Go module proxy does not serve ${COMPONENT_MODULE}@${to}"; }
+  rm -rf "${tmp}"
+
+  local src_tree="${COMPONENT_TREE}"
+  if [[ "${new_tree}" == "${OUTPUT_SRC}/${c}" && -d "${OUTPUT_SRC}/${c}/.git" ]]; then
     # The new line is the newest: it takes _output/src/<c>.
     [[ ! -e "${OUTPUT_SRC}/${c}-${newest}" ]] || fatal "${OUTPUT_SRC}/${c}-${newest} exists: remove it first"
     mv "${OUTPUT_SRC}/${c}" "${OUTPUT_SRC}/${c}-${newest}"
     src_tree="${OUTPUT_SRC}/${c}-${newest}"
+    moved="${OUTPUT_SRC}/${c}:${src_tree}"
     log "${c}: the tree of line ${newest} moves to ${src_tree#"${REPO_ROOT}/"}"
   fi
   mkdir -p "${dest}"
-  cp "${COMPONENT_LINE_ENV}" "${dest}/line.env"
   {
-    echo "# The topics of $(component::rel_patches | sed "s#/${COMPONENT_LINE}\$#/${NEW_LINE}#"), in the order \`git am\` applies them"
+    echo "# kube-guard's release line ${NEW_LINE}: the upstream release its series applies to"
+    echo "# (the one place it is written; make rebase COMPONENT=${c} LINE=${NEW_LINE} TO=<version> moves it)."
+    echo "UPSTREAM_VERSION=${COMPONENT_VERSION}"
+  } >"${dest}/line.env"
+  {
+    echo "# The topics of patches/${c}/${NEW_LINE}, in the order \`git am\` applies them"
     echo "# (docs/development.md); made from line ${COMPONENT_LINE} by make rebase NEW_LINE=${NEW_LINE}."
     printf '%s\n' "${topics[@]}"
   } >"${dest}/topics"
@@ -290,7 +319,8 @@ new_line() {
     cp -R "${COMPONENT_PATCHES}/${t}" "${dest}/${t}"
   done
   log "${c}: new line ${NEW_LINE} from line ${COMPONENT_LINE} (${topics[*]}) in ${dest#"${REPO_ROOT}/"}"
-  printf '%s\n' "${src_tree}"
+  exec env LINE="${NEW_LINE}" NEW_LINE= TOPICS= REBASE_OBJECTS_FROM="${src_tree}" REBASE_MOVED_TREE="${moved}" \
+    bash "${BASH_SOURCE[0]}" "${c}" "${to}"
 }
 
 if [[ "${1:-}" == --abort ]]; then
@@ -298,17 +328,14 @@ if [[ "${1:-}" == --abort ]]; then
   exit 0
 fi
 [[ $# -eq 2 ]] || usage
-if [[ -n "${NEW_LINE:-}" ]]; then
-  src="$(new_line "$1")"
-  exec env LINE="${NEW_LINE}" NEW_LINE= TOPICS= REBASE_OBJECTS_FROM="${src}" bash "${BASH_SOURCE[0]}" "$1" "$2"
-fi
+[[ -z "${NEW_LINE:-}" ]] || new_line "$1" "$2"
 component::load "$1"
 mkdir -p "${OUTPUT_DIR}/logs"
 mapfile -t patches < <(component::series_files)
 
 if [[ -f "$(state_file)" ]]; then
   state_load
-  [[ "$2" == "${TO}" ]] || fatal "a rebase of ${COMPONENT_NAME} to ${TO} is in progress: finish it (make rebase COMPONENT=${COMPONENT_NAME} TO=${TO}) or abandon it (make rebase-abort COMPONENT=${COMPONENT_NAME})"
+  [[ "$2" == "${TO}" ]] || fatal "a rebase of ${COMPONENT_NAME} to ${TO} is in progress: finish it (make rebase COMPONENT=${COMPONENT_NAME} LINE=${COMPONENT_LINE} TO=${TO}) or abandon it (make rebase-abort COMPONENT=${COMPONENT_NAME} LINE=${COMPONENT_LINE})"
   if am_in_progress; then
     mapfile -t conflicts < <(component::git diff --name-only --diff-filter=U)
     tell_conflict "${patches[${NEXT}]}" "${conflicts[@]}"
@@ -330,8 +357,13 @@ if [[ -f "$(state_file)" ]]; then
   fi
 else
   TO="$2"
+  if [[ "${COMPONENT_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. && "${COMPONENT_LINE}" == "${BASH_REMATCH[1]}.${BASH_REMATCH[2]}" ]] &&
+    [[ "${TO}" != "v${COMPONENT_LINE}."* ]]; then
+    fatal "line ${COMPONENT_LINE} follows the ${COMPONENT_LINE} releases; ${TO} is another minor: make a new line for it (make rebase COMPONENT=${COMPONENT_NAME} TO=${TO} NEW_LINE=<its minor>, docs/REBASE.md)"
+  fi
   start
 fi
+unset REBASE_OBJECTS_FROM REBASE_MOVED_TREE
 
 while [[ "${NEXT}" -lt "${#patches[@]}" ]]; do
   p="${patches[${NEXT}]}"

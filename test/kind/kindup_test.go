@@ -177,8 +177,8 @@ func TestKindUpRefusesWhatItCannotUse(t *testing.T) {
 			"no node image " + image + " in docker: run make node-image"},
 		{"not a node image", []string{"KIND_NODE_IMAGE=debian:bookworm"},
 			"debian:bookworm has no /kind/version: not a kind node image"},
-		{"another build", []string{"STUB_NODE_VERSION=v1.36.3-guard.2"},
-			image + " is a node image of v1.36.3-guard.2, this tree builds " + version},
+		{"another build", []string{"STUB_NODE_VERSION=v1.35.9-guard.2"},
+			image + " is a node image of v1.35.9-guard.2, this tree builds " + version},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, os.RemoveAll(h.log))

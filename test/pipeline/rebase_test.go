@@ -23,8 +23,10 @@ const (
 	throwaway     = "uuid"
 	throwawayFrom = "v1.5.0"
 	throwawayTo   = "v1.6.0"
-	// throwawayLine is the release line the throwaway series is on.
-	throwawayLine = "1.5"
+	// throwawayLine is the release line the throwaway series is on: a line of
+	// kube-guard, not named after the component's own minor (as the
+	// descheduler's), so that its pin may move to another minor.
+	throwawayLine = "7.1"
 )
 
 const throwawayEnv = `# A throwaway component for the pipeline tests.
@@ -269,7 +271,7 @@ func TestRebaseHandConflict(t *testing.T) {
 	require.Contains(t, out, "patches/uuid/"+throwawayLine+"/fix/0001-uuid-test-more-lengths.patch does not apply to base/v1.6.0")
 	require.Contains(t, out, "conflicting paths:\n      uuid_test.go\n")
 	require.Contains(t, out, "am --continue")
-	require.Contains(t, out, "make rebase COMPONENT=uuid TO=v1.6.0")
+	require.Contains(t, out, "make rebase COMPONENT=uuid LINE="+throwawayLine+" TO=v1.6.0")
 	require.DirExists(t, filepath.Join(r.tree, ".git", "rebase-apply"), "the git am session is left open")
 	require.Equal(t, throwawayFrom, r.pin(t), "the pin moves only when the series is through")
 
@@ -411,10 +413,11 @@ func TestRebaseReport(t *testing.T) {
 }
 
 // TestRebaseNewLine: NEW_LINE makes a release line from the selected one,
-// rebased onto another release: an older one (v1.4.0) in a tree of its own,
-// and a newer one (v1.6.0), which takes the component's tree and moves the
-// old line's tree aside. The line it came from stays as it was, and each line
-// applies, exports and verifies on its own.
+// rebased onto another release: an older one (1.4, on v1.4.0) in a tree of
+// its own, and a newer one (7.2, on v1.6.0), which takes the component's
+// tree and moves the old line's tree aside. The line it came from stays as it
+// was, and each line applies, exports and verifies on its own. A line named
+// after its pin's minor does not move to another minor.
 func TestRebaseNewLine(t *testing.T) {
 	r := newRebaseRepo(t)
 	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: a hand-written change.\n//\n// Package uuid")
@@ -426,11 +429,17 @@ func TestRebaseNewLine(t *testing.T) {
 	before := r.patchNames(t)
 	oldHead := r.git(t, "rev-parse", "HEAD")
 
+	// A typo in TOPICS creates nothing.
+	out, err := r.run(t, []string{"NEW_LINE=1.4", "TOPICS=fix nope"}, "rebase.sh", throwaway, "v1.4.0")
+	require.Error(t, err)
+	require.Contains(t, out, "has no topic 'nope'")
+	require.NoDirExists(t, series("1.4"))
+
 	// An older line.
-	out, err := r.run(t, []string{"NEW_LINE=1.4"}, "rebase.sh", throwaway, "v1.4.0")
+	out, err = r.run(t, []string{"NEW_LINE=1.4"}, "rebase.sh", throwaway, "v1.4.0")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "new line 1.4 from line "+throwawayLine+" (fix)")
-	require.Contains(t, out, "rebased uuid from v1.5.0 onto v1.4.0: 2 patches")
+	require.Contains(t, out, "rebased uuid from v1.5.0 onto v1.4.0: 2 patches in patches/uuid/1.4")
 	old := filepath.Join(r.dir, "_output", "src", throwaway+"-1.4")
 	require.Equal(t, "main", gitIn(t, old, "branch", "--show-current"))
 	require.Len(t, strings.Fields(gitIn(t, old, "rev-list", "base/v1.4.0..HEAD")), 2)
@@ -447,20 +456,51 @@ func TestRebaseNewLine(t *testing.T) {
 	require.Contains(t, out, "verify: release line 1.4 (uuid)")
 	require.Contains(t, out, "verify: every check passed")
 
+	// Line 1.4 is named after its pin's minor: it follows v1.4.x only.
+	out, err = r.run(t, []string{"LINE=1.4"}, "rebase.sh", throwaway, throwawayTo)
+	require.Error(t, err)
+	require.Contains(t, out, "line 1.4 follows the 1.4 releases; "+throwawayTo+" is another minor")
+	// A line that does not exist is refused, and selects nothing.
+	out, err = r.run(t, []string{"LINE=1.3"}, "apply.sh", throwaway)
+	require.Error(t, err)
+	require.Contains(t, out, "LINE=1.3 is not a release line of this repository")
+
 	// A newer line takes _output/src/uuid; the newest line's tree moves aside.
-	out, err = r.run(t, []string{"NEW_LINE=1.6"}, "rebase.sh", throwaway, throwawayTo)
+	out, err = r.run(t, []string{"NEW_LINE=7.2"}, "rebase.sh", throwaway, throwawayTo)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "the tree of line "+throwawayLine+" moves to _output/src/uuid-"+throwawayLine)
 	require.Contains(t, r.read(t, "hash.go"), "Max = UUID{", "_output/src/uuid is on v1.6.0")
 	require.Equal(t, oldHead, gitIn(t, filepath.Join(r.dir, "_output", "src", throwaway+"-"+throwawayLine), "rev-parse", "HEAD"))
 	out = r.mustRun(t, "apply.sh", throwaway)
-	require.Contains(t, out, "patches/uuid/1.6 already applied", "the default line is the newest")
+	require.Contains(t, out, "patches/uuid/7.2 already applied", "the default line is the newest")
 	out, err = r.run(t, []string{"LINE=" + throwawayLine}, "apply.sh", throwaway)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "patches/uuid/"+throwawayLine+" already applied")
 
-	// A line that exists is refused, and the checkout stays as it was.
+	// A line that exists is refused.
 	out, err = r.run(t, []string{"NEW_LINE=1.4"}, "rebase.sh", throwaway, "v1.4.0")
 	require.Error(t, err)
 	require.Contains(t, out, "patches/uuid/1.4 exists")
+}
+
+// TestRebaseNewLineConflictResumesAndAborts: a new line whose rebase stops on
+// a conflict resumes with the same command, and an abort removes the line and
+// puts the moved tree back.
+func TestRebaseNewLineConflictResumesAndAborts(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.testMoreLengths(t)
+	r.commit(t, "uuid: test more lengths", "Rebase-Policy: carry")
+	r.export(t)
+	oldHead := r.git(t, "rev-parse", "HEAD")
+	out, err := r.run(t, []string{"NEW_LINE=7.2"}, "rebase.sh", throwaway, throwawayTo)
+	require.Error(t, err)
+	require.Contains(t, out, "make rebase COMPONENT=uuid LINE=7.2 TO="+throwawayTo+"         (resumes here)")
+	out, err = r.run(t, []string{"NEW_LINE=7.2"}, "rebase.sh", throwaway, throwawayTo)
+	require.Error(t, err)
+	require.Contains(t, out, "does not apply to base/"+throwawayTo+": the git am session is left open", "the same command resumes (and stops on the same conflict)")
+	out, err = r.run(t, []string{"LINE=7.2"}, "rebase.sh", "--abort", throwaway)
+	require.NoError(t, err, out)
+	require.NoDirExists(t, filepath.Join(r.dir, "patches", throwaway, "7.2"))
+	require.Equal(t, oldHead, r.git(t, "rev-parse", "HEAD"), "the moved tree is back at _output/src/uuid")
+	require.NoDirExists(t, filepath.Join(r.dir, "_output", "src", throwaway+"-"+throwawayLine))
 }

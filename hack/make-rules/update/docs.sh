@@ -14,6 +14,9 @@
 # Usage: update/docs.sh [ROOT]   (default: this repository; verify passes a copy)
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+# README's tables name every line; docs/gates.md is the newest line's:
+# whatever LINE says.
+unset LINE
 
 root="${1:-${REPO_ROOT}}"
 

@@ -31,6 +31,9 @@
 #        (default: every component whose component.env sets STAGING_FROM)
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+# It writes files of the repository as a whole: the newest release line's
+# (a line is named explicitly where one is meant), whatever LINE says.
+unset LINE
 
 update() {
   local name="$1" from staging_version openapi tree

@@ -7,6 +7,9 @@
 # Usage: update/upstream-examples.sh [ROOT]   (default: this repository)
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
+# It writes files of the repository as a whole: the newest release line's
+# (a line is named explicitly where one is meant), whatever LINE says.
+unset LINE
 
 root="${1:-${REPO_ROOT}}"
 for d in "${REPO_ROOT}"/docs/upstream/*/*/; do

@@ -54,16 +54,23 @@ applicable() {
 
 failed=()
 default_line="$(line::default)"
-for line in $(line::all); do
+# Newest line first: a line that does not apply must not hide the others.
+for line in $(line::all | sort -rV); do
   export LINE="${line}"
   mapfile -t components < <(component::named_or_all "$@" | while read -r c; do
     if component::has_line "${c}"; then echo "${c}"; else log "verify: ${c} has no line ${line}" >&2; fi
   done)
   ((${#components[@]} > 0)) || continue
   log "verify: release line ${line} (${components[*]})"
+  applied=1
   for c in "${components[@]}"; do
-    "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}"
+    "${REPO_ROOT}/hack/make-rules/apply.sh" "${c}" || applied=0
   done
+  if [[ "${applied}" == 0 ]]; then
+    log "verify: FAILED (line ${line}): its series does not apply (above); its other checks skipped"
+    failed+=("apply (line ${line})")
+    continue
+  fi
   for check in "${CHECKS[@]}"; do
     [[ "${line}" == "${default_line}" || "${PER_LINE}" == *" ${check} "* ]] || continue
     if [[ " ${SKIP_VERIFY:-} " == *" ${check} "* ]]; then

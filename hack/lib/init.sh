@@ -184,13 +184,17 @@ component::load() {
   COMPONENT_TREE="${COMPONENT_TREE_AT:-${OUTPUT_SRC}/${COMPONENT_TREE_NAME}}"
   COMPONENT_PATCHES="${REPO_ROOT}/patches/${name}/${COMPONENT_LINE}"
   COMPONENT_OVERLAY="${REPO_ROOT}/build/${name}/overlay"
+  # A line's own overlay files (patches/<c>/<line>/overlay/), copied over
+  # COMPONENT_OVERLAY's: what differs between lines, e.g. the versions of the
+  # generators' tools, which follow the line's release.
+  COMPONENT_LINE_OVERLAY="${COMPONENT_PATCHES}/overlay"
   # Tags in the materialised tree: the untouched upstream, and the base the
   # patch series applies to (upstream plus the offline-build adjustments).
   COMPONENT_UPSTREAM_TAG="upstream/${COMPONENT_VERSION}"
   COMPONENT_BASE_TAG="base/${COMPONENT_VERSION}"
   export COMPONENT_NAME COMPONENT_MODULE COMPONENT_VERSION COMPONENT_STAGING_VERSION \
     COMPONENT_GENERATED_PATHS COMPONENT_TREE COMPONENT_PATCHES COMPONENT_OVERLAY \
-    COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG COMPONENT_LINE COMPONENT_LINE_ENV COMPONENT_TREE_NAME
+    COMPONENT_UPSTREAM_TAG COMPONENT_BASE_TAG COMPONENT_LINE COMPONENT_LINE_ENV COMPONENT_TREE_NAME COMPONENT_LINE_OVERLAY
 }
 
 # component::rel_patches: the loaded component's series folder, relative to
@@ -251,16 +255,18 @@ component::dependents() {
 
 # component::recipe_id: one hash for everything that decides the loaded
 # component's base commit: the module and versions it imports,
-# materialize.sh and the component's overlay.
+# materialize.sh and the component's overlays (its own and its line's).
 component::recipe_id() {
   {
     printf '%s\n' "${COMPONENT_MODULE}@${COMPONENT_VERSION}" "staging@${COMPONENT_STAGING_VERSION}"
     cat "${REPO_ROOT}/hack/make-rules/materialize.sh"
-    if [[ -d "${COMPONENT_OVERLAY}" ]]; then
+    local o
+    for o in "${COMPONENT_OVERLAY}" "${COMPONENT_LINE_OVERLAY}"; do
+      [[ -d "${o}" ]] || continue
       # Files by content, symlinks by target.
-      (cd "${COMPONENT_OVERLAY}" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
-      (cd "${COMPONENT_OVERLAY}" && find . -type l -printf '%p -> %l\n' | LC_ALL=C sort)
-    fi
+      (cd "${o}" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+      (cd "${o}" && find . -type l -printf '%p -> %l\n' | LC_ALL=C sort)
+    done
   } | sha256sum | cut -d' ' -f1
 }
 

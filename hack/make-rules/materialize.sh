@@ -112,6 +112,10 @@ if [[ -d "${COMPONENT_OVERLAY}" ]]; then
   cp -R "${COMPONENT_OVERLAY}/." "${new}/"
   notes+=("- added from build/${COMPONENT_NAME}/overlay: $(cd "${COMPONENT_OVERLAY}" && find . ! -type d | sed 's#^\./##' | LC_ALL=C sort | paste -sd' ').")
 fi
+if [[ -d "${COMPONENT_LINE_OVERLAY}" ]]; then
+  cp -R "${COMPONENT_LINE_OVERLAY}/." "${new}/"
+  notes+=("- added from $(component::rel_patches)/overlay (line ${COMPONENT_LINE}): $(cd "${COMPONENT_LINE_OVERLAY}" && find . ! -type d | sed 's#^\./##' | LC_ALL=C sort | paste -sd' ').")
+fi
 component::git add --all --force .
 component::git commit --quiet --no-verify --allow-empty -m "Prepare ${COMPONENT_MODULE} ${COMPONENT_VERSION} for offline module builds" \
   -m "$(printf '%s\n' "${notes[@]:-"- nothing to adjust."}")"

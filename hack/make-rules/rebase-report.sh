@@ -98,8 +98,15 @@ try() {
   done < <(component::all)
   t="${scratch}/_output/src/${COMPONENT_TREE_NAME}"
   log="${scratch}/rebase.log"
-  local tries=0
-  env OUTPUT_DIR="${scratch}/_output" REBASE_VERIFY_CODEGEN=0 \
+  local tries=0 new_line=""
+  # A line named after its pin's minor moves to another minor as a new line
+  # (make rebase NEW_LINE=<minor>), which takes the newest tree's path.
+  if [[ "${COMPONENT_VERSION}" == "v${COMPONENT_LINE}."* && "${v}" =~ ^v([0-9]+)\.([0-9]+)\. ]] &&
+    [[ "${v}" != "v${COMPONENT_LINE}."* ]]; then
+    new_line="${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+    t="${scratch}/_output/src/${COMPONENT_NAME}"
+  fi
+  env OUTPUT_DIR="${scratch}/_output" REBASE_VERIFY_CODEGEN=0 NEW_LINE="${new_line}" \
     bash "${scratch}/hack/make-rules/rebase.sh" "${COMPONENT_NAME}" "${v}" >"${log}" 2>&1 || rc=$?
   # Record every hand conflict, skip the patch, go on.
   while [[ "${rc}" -ne 0 ]] && [[ -d "${t}/.git/rebase-apply" ]] && [[ "${tries}" -lt 100 ]]; do
@@ -109,7 +116,7 @@ try() {
     conflicts+="${conflicts:+; }${patch%.patch}: ${files:-does not apply}"
     git -C "${t}" am --skip >/dev/null 2>&1 || true
     rc=0
-    env OUTPUT_DIR="${scratch}/_output" REBASE_VERIFY_CODEGEN=0 \
+    env OUTPUT_DIR="${scratch}/_output" REBASE_VERIFY_CODEGEN=0 NEW_LINE="${new_line}" \
       bash "${scratch}/hack/make-rules/rebase.sh" "${COMPONENT_NAME}" "${v}" >>"${log}" 2>&1 || rc=$?
     tries=$((tries + 1))
   done
@@ -126,7 +133,7 @@ try() {
   [[ -z "${regenerated}" ]] || applies+="; regenerated: ${regenerated}"
   if [[ "${rc}" -eq 0 && "${REPORT_BUILD:-1}" == 1 ]]; then
     # Its binaries; a component that declares none: every package compiles.
-    local -a build=(env OUTPUT_DIR="${scratch}/_output" SKIP_APPLY=1 bash "${scratch}/hack/make-rules/build.sh" "${COMPONENT_NAME}")
+    local -a build=(env OUTPUT_DIR="${scratch}/_output" LINE="${new_line:-${LINE}}" SKIP_APPLY=1 bash "${scratch}/hack/make-rules/build.sh" "${COMPONENT_NAME}")
     [[ -n "$(component::setting "${COMPONENT_NAME}" BINARIES)" ]] ||
       build=(env -C "${t}" GOFLAGS='' go build ./...)
     if "${build[@]}" >>"${log}" 2>&1; then
@@ -137,7 +144,7 @@ try() {
   fi
   if [[ "${builds}" == yes && "${REPORT_TEST:-1}" == 1 ]]; then
     local failed
-    if OUTPUT_DIR="${scratch}/_output" TEST_UPSTREAM_COMPONENTS="${COMPONENT_NAME}" \
+    if OUTPUT_DIR="${scratch}/_output" LINE="${new_line:-${LINE}}" TEST_UPSTREAM_COMPONENTS="${COMPONENT_NAME}" \
       bash "${scratch}/hack/make-rules/test-upstream.sh" >"${scratch}/test.log" 2>&1; then
       tests="pass"
     else

@@ -274,6 +274,11 @@ new_line() {
       fatal "${dest#"${REPO_ROOT}/"} exists: rebase that line with LINE=${NEW_LINE} (no NEW_LINE), or remove it first"
     exec env LINE="${NEW_LINE}" NEW_LINE= TOPICS= bash "${BASH_SOURCE[0]}" "${c}" "${to}"
   fi
+  local err
+  tmp="$(mktemp -d)"
+  err="$(cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${COMPONENT_MODULE}@${to}" 2>&1)" ||
+    { rm -rf "${tmp}"; fatal "the Go module proxy did not serve ${COMPONENT_MODULE}@${to}: $(jq -r '.Error // empty' <<<"${err}" 2>/dev/null | head -n1)"; }
+  rm -rf "${tmp}"
   if [[ "${new_tree}" == "${OUTPUT_SRC}/${c}" && -n "$(component::dependents "${c}")" ]]; then
     fatal "a line of ${c} newer than ${newest} would leave $(component::dependents "${c}" | paste -sd' ' -) (built on ${c}'s staging modules, STAGING_FROM) on a tree of another line: not supported yet; make the new line an older one, or give those components their new line first"
   fi
@@ -290,10 +295,6 @@ new_line() {
   else
     mapfile -t topics < <(component::topics)
   fi
-  tmp="$(mktemp -d)"
-  (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go list -m "${COMPONENT_MODULE}@${to}" >/dev/null 2>&1) ||
-    { rm -rf "${tmp}"; fatal "the Go module proxy does not serve ${COMPONENT_MODULE}@${to}"; }
-  rm -rf "${tmp}"
 
   local src_tree="${COMPONENT_TREE}"
   if [[ "${new_tree}" == "${OUTPUT_SRC}/${c}" && -d "${OUTPUT_SRC}/${c}/.git" ]]; then

@@ -34,6 +34,7 @@ check_metadata() {
   ((${#topics[@]} > 0)) || { complain "$(component::rel_patches)/topics lists no topic"; return; }
   for i in "${!topics[@]}"; do
     t="${topics[${i}]}"
+    [[ "${t}" != overlay ]] || complain "$(component::rel_patches)/topics: 'overlay' is the line's overlay folder, not a topic name"
     [[ "${t}" =~ ^[a-z0-9][a-z0-9-]*$ ]] || complain "$(component::rel_patches)/topics: '${t}' is not a topic name (lower case, digits and '-')"
     [[ -z "${position[${t}]:-}" ]] || complain "$(component::rel_patches)/topics lists ${t} twice"
     position["${t}"]="${i}"
@@ -41,6 +42,7 @@ check_metadata() {
   for d in "${COMPONENT_PATCHES}"/*/; do
     [[ -d "${d}" ]] || continue
     t="$(basename "${d}")"
+    [[ "${t}" != overlay ]] || continue # the line's overlay (hack/lib/init.sh), not a topic
     [[ -n "${position[${t}]:-}" ]] || complain "$(component::rel_patches)/${t}/ is not in $(component::rel_patches)/topics: list it, or remove the folder"
   done
   while read -r f; do

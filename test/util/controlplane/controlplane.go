@@ -51,6 +51,14 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// LineBinDir returns where `make build LINE=<line>` puts the binaries of a
+// release line that is not the newest: _output/bin/<line>
+// (hack/lib/init.sh, line::bin).
+func LineBinDir(t testing.TB, line string) string {
+	t.Helper()
+	return filepath.Join(BinDir(t), line)
+}
+
 // PristineBinDir returns _output/bin/pristine of this repository: upstream's
 // binaries without our patches (hack/make-rules/build-pristine.sh).
 func PristineBinDir(t testing.TB) string {

@@ -3,8 +3,8 @@
 #   0. `make verify` (hack/make-rules/verify/all.sh; SKIP_VERIFY="codegen ..." skips checks),
 #   1. this repository's own Go tests (pipeline scripts, version stamps,
 #      integration tests against the built etcd and control plane, the
-#      upgrade across release lines with each older line's kube-apiserver,
-#      built first), and
+#      upgrade across release lines and the downgrade to pristine upstream on
+#      each line, with each older line's kube-apiserver built first), and
 #   2. upstream's unit and integration tests of every package the patch series
 #      touches (hack/make-rules/test-upstream.sh), on every release line (an
 #      older line: LINE=<line>, in its own tree), and the topics in
@@ -20,11 +20,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
 
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
-# The older release lines' kube-apiserver, for the upgrade test across lines
-# (test/integration/upgrade_lines_test.go).
+# The older release lines' kube-apiserver, patched and pristine, for the
+# upgrade test across lines and the downgrade test of each line
+# (test/integration/upgrade_lines_test.go, downgrade_test.go).
 for line in $(line::all); do
   [[ "${line}" != "$(line::default)" ]] || continue
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh" kube-apiserver
+  LINE="${line}" "${REPO_ROOT}/hack/make-rules/build-pristine.sh"
 done
 # test/images checks the images of these binaries.
 SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"

@@ -116,7 +116,24 @@ func requireSemanticEqual(t *testing.T, want, got any, msg string) {
 //     makes) keep every field and upstream's change, and lose only the
 //     threshold, which upstream cannot know: the documented downgrade
 //     behaviour of every new API field.
+//
+// It runs on every release line that carries KEP-3280: the newest line's
+// binaries in _output/bin, an older line's in _output/bin/<line> (make test
+// builds both the patched and the pristine kube-apiserver of each).
 func TestDowngradeToPristineAPIServer(t *testing.T) {
+	lines := append(linesWithKEP3280(t), newestLine(t))
+	for _, line := range lines {
+		bin := controlplane.BinDir(t)
+		if line != newestLine(t) {
+			bin = controlplane.LineBinDir(t, line)
+		}
+		t.Run(line, func(t *testing.T) {
+			testDowngradeToPristine(t, filepath.Join(bin, "kube-apiserver"), filepath.Join(bin, "pristine", "kube-apiserver"))
+		})
+	}
+}
+
+func testDowngradeToPristine(t *testing.T, patchedBin, pristineBin string) {
 	ctx := context.Background()
 	etcdURL := controlplane.Etcd(t)
 	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}})
@@ -131,7 +148,7 @@ func TestDowngradeToPristineAPIServer(t *testing.T) {
 	}
 
 	// 1. The patched apiserver, gate on, writes.
-	patched := controlplane.StartAPIServer(t, controlplane.Options{EtcdURL: etcdURL, FeatureGates: "DisruptionPolicyInPriorityClass=true"})
+	patched := controlplane.StartAPIServer(t, controlplane.Options{EtcdURL: etcdURL, FeatureGates: "DisruptionPolicyInPriorityClass=true", Binary: patchedBin})
 	c := patched.Client
 	classes := map[string]*schedulingv1.PriorityClass{}
 	for _, name := range []string{"kept", "rewritten"} {
@@ -187,7 +204,7 @@ func TestDowngradeToPristineAPIServer(t *testing.T) {
 	patched.Stop()
 
 	// 2. Pristine upstream on the same etcd reads, lists and writes.
-	pristine := controlplane.StartAPIServer(t, controlplane.Options{EtcdURL: etcdURL, Binary: filepath.Join(controlplane.PristineBinDir(t), "kube-apiserver")})
+	pristine := controlplane.StartAPIServer(t, controlplane.Options{EtcdURL: etcdURL, Binary: pristineBin})
 	requireUpstreamVersion(t, pristine.Client)
 	u := pristine.Client
 	for name, want := range pods {
@@ -229,7 +246,7 @@ func TestDowngradeToPristineAPIServer(t *testing.T) {
 	pristine.Stop()
 
 	// 3. The patched apiserver again.
-	patched = controlplane.StartAPIServer(t, controlplane.Options{EtcdURL: etcdURL, FeatureGates: "DisruptionPolicyInPriorityClass=true"})
+	patched = controlplane.StartAPIServer(t, controlplane.Options{EtcdURL: etcdURL, FeatureGates: "DisruptionPolicyInPriorityClass=true", Binary: patchedBin})
 	c = patched.Client
 	got, err := c.CoreV1().Pods(ns).Get(ctx, "kept", metav1.GetOptions{})
 	require.NoError(t, err)

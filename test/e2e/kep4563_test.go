@@ -52,8 +52,12 @@ func TestKEP4563ControllerDrivesRequests(t *testing.T) {
 			return false, err
 		}
 		failed := meta.FindStatusCondition(er.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed))
+		// The Eviction's responder states are a write of their own: wait for
+		// the first one to be there too, not only the request's report.
+		state, _ := responderOf(ev, neverAnswers)
 		return ptr.Deref(er.Status.ObservedGeneration, 0) == er.Generation && failed != nil &&
-			failed.Status == metav1.ConditionFalse && failed.Reason == string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction), nil
+			failed.Status == metav1.ConditionFalse && failed.Reason == string(lifecyclev1alpha1.EvictionConditionReasonAwaitingEviction) &&
+			state != "", nil
 	})
 	require.Equal(t, "pod-1-target", ev.Name)
 	require.Len(t, ev.OwnerReferences, 1)

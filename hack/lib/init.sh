@@ -115,6 +115,16 @@ line::all() {
   done | sort -uV
 }
 
+# line::components: every release line and each component it carries, one
+# "<line> <component>" a line, newest line first (components in dependency
+# order): what a script that covers every line iterates over.
+line::components() {
+  local l
+  for l in $(line::all | sort -rV); do
+    LINE="${l}" component::all | sed "s/^/${l} /"
+  done
+}
+
 # line::bin: where the binaries of the selected line go: _output/bin for the
 # default line, _output/bin/<line> for another (tools such as etcd and kind
 # stay in _output/bin, shared by every line).

@@ -5,12 +5,10 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 if [[ -z "${FORCE:-}" ]]; then
-  for line in $(line::all); do
-    while read -r c; do
-      LINE="${line}" component::load "${c}"
-      component::check_no_local_work
-    done < <(LINE="${line}" component::all)
-  done
+  while read -r line c; do
+    LINE="${line}" component::load "${c}"
+    component::check_no_local_work
+  done < <(line::components)
 fi
 rm -rf "${OUTPUT_DIR}"
 log "removed ${OUTPUT_DIR}"

@@ -168,6 +168,17 @@ func (r *rebaseRepo) testMoreLengths(t *testing.T) {
 		"func TestVersion7(t *testing.T) {\n\tSetRand(nil)\n\tm := make(map[string]bool)\n\tfor x := 1; x < 64; x++ {")
 }
 
+// handWrittenAndGenerated commits two patches: a hand-written change to
+// doc.go, and a new exported function with the generated file it changes
+// (Regenerate: exports).
+func (r *rebaseRepo) handWrittenAndGenerated(t *testing.T) {
+	t.Helper()
+	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: a hand-written change.\n//\n// Package uuid")
+	r.commit(t, "doc: a hand-written change", "Rebase-Policy: carry")
+	r.addFunc(t, "min.go", "Min")
+	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+}
+
 func (r *rebaseRepo) export(t *testing.T) { r.mustRun(t, "export.sh", throwaway) }
 
 func (r *rebaseRepo) patchNames(t *testing.T) []string {
@@ -220,10 +231,7 @@ func (r *rebaseRepo) requireRebased(t *testing.T, n int) {
 
 func TestRebaseClean(t *testing.T) {
 	r := newRebaseRepo(t)
-	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: a hand-written change.\n//\n// Package uuid")
-	r.commit(t, "doc: a hand-written change", "Rebase-Policy: carry")
-	r.addFunc(t, "min.go", "Min")
-	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+	r.handWrittenAndGenerated(t)
 	require.NotContains(t, r.read(t, "zz_generated.exports.txt"), "Max\n")
 	r.export(t)
 
@@ -420,10 +428,7 @@ func TestRebaseReport(t *testing.T) {
 // after its pin's minor does not move to another minor.
 func TestRebaseNewLine(t *testing.T) {
 	r := newRebaseRepo(t)
-	r.replace(t, "doc.go", "// Package uuid", "// kube-guard: a hand-written change.\n//\n// Package uuid")
-	r.commit(t, "doc: a hand-written change", "Rebase-Policy: carry")
-	r.addFunc(t, "min.go", "Min")
-	r.commit(t, "uuid: add Min", "Rebase-Policy: carry", "Regenerate: exports")
+	r.handWrittenAndGenerated(t)
 	r.export(t)
 	series := func(line string) string { return filepath.Join(r.dir, "patches", throwaway, line) }
 	before := r.patchNames(t)

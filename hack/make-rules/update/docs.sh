@@ -24,18 +24,16 @@ pins_block() {
   local c bins what line
   echo "| line | component | pinned upstream release | binaries | fork version | patches |"
   echo "|---|---|---|---|---|---|"
-  for line in $(line::all | sort -rV); do
-    while read -r c; do
-      LINE="${line}" component::load "${c}"
-      bins="$(component::setting "${c}" BINARIES)"
-      what="\`${COMPONENT_MODULE}\` ${COMPONENT_VERSION}"
-      [[ -z "${COMPONENT_STAGING_VERSION}" ]] || what+=", staging modules ${COMPONENT_STAGING_VERSION}"
-      printf '| %s | %s | %s (`%s`) | %s | `%s-%s.<N>` | `%s/` (%s) |\n' "${line}" "${c}" "${what}" \
-        "$(component::rel_patches)/line.env" \
-        "$(sed 's/[^ ]*/`&`/g; s/ /, /g' <<<"${bins}")" "${COMPONENT_VERSION}" "$(component::setting "${c}" FORK_NAME)" \
-        "$(component::rel_patches)" "$(component::series_files | wc -l)"
-    done < <(LINE="${line}" component::all)
-  done
+  while read -r line c; do
+    LINE="${line}" component::load "${c}"
+    bins="$(component::setting "${c}" BINARIES)"
+    what="\`${COMPONENT_MODULE}\` ${COMPONENT_VERSION}"
+    [[ -z "${COMPONENT_STAGING_VERSION}" ]] || what+=", staging modules ${COMPONENT_STAGING_VERSION}"
+    printf '| %s | %s | %s (`%s`) | %s | `%s-%s.<N>` | `%s/` (%s) |\n' "${line}" "${c}" "${what}" \
+      "$(component::rel_patches)/line.env" \
+      "$(sed 's/[^ ]*/`&`/g; s/ /, /g' <<<"${bins}")" "${COMPONENT_VERSION}" "$(component::setting "${c}" FORK_NAME)" \
+      "$(component::rel_patches)" "$(component::series_files | wc -l)"
+  done < <(line::components)
 }
 
 # topics_block: README's table of topics, in `git am` order per line and
@@ -44,19 +42,17 @@ topics_block() {
   local c t title line
   echo "| line | component | topic | what | patches | gates | depends on | upstream |"
   echo "|---|---|---|---|---|---|---|---|"
-  for line in $(line::all | sort -rV); do
-    while read -r c; do
-      LINE="${line}" component::load "${c}"
-      while read -r t; do
-        title="$(sed -n '1s/^# //p' "${COMPONENT_PATCHES}/${t}/TOPIC.md" 2>/dev/null)"
-        printf '| %s | %s | [%s](%s/%s/TOPIC.md) | %s | %s | %s | %s | %s |\n' "${line}" "${c}" "${t}" "$(component::rel_patches)" "${t}" "${title}" \
-          "$(component::topic_files "${t}" | wc -l)" \
-          "$(component::topic_field "${t}" Gates | sed 's/[A-Za-z0-9]\{1,\}/`&`/g; s/ /, /g; s/^`none`$/-/')" \
-          "$(component::topic_field "${t}" Depends | sed 's/ /, /g; s/^none$/-/')" \
-          "$(component::topic_field "${t}" Upstream-Status | sed 's/ (.*//')"
-      done < <(component::topics)
-    done < <(LINE="${line}" component::all)
-  done
+  while read -r line c; do
+    LINE="${line}" component::load "${c}"
+    while read -r t; do
+      title="$(sed -n '1s/^# //p' "${COMPONENT_PATCHES}/${t}/TOPIC.md" 2>/dev/null)"
+      printf '| %s | %s | [%s](%s/%s/TOPIC.md) | %s | %s | %s | %s | %s |\n' "${line}" "${c}" "${t}" "$(component::rel_patches)" "${t}" "${title}" \
+        "$(component::topic_files "${t}" | wc -l)" \
+        "$(component::topic_field "${t}" Gates | sed 's/[A-Za-z0-9]\{1,\}/`&`/g; s/ /, /g; s/^`none`$/-/')" \
+        "$(component::topic_field "${t}" Depends | sed 's/ /, /g; s/^none$/-/')" \
+        "$(component::topic_field "${t}" Upstream-Status | sed 's/ (.*//')"
+    done < <(component::topics)
+  done < <(line::components)
 }
 
 # fork_gates COMPONENT: one line per feature gate the component's series adds

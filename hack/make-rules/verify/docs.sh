@@ -19,12 +19,10 @@ for f in README.md docs/gates.md; do
 done
 # docs/rebase-report.md was written for the current pins and series.
 report="${REPO_ROOT}/docs/rebase-report.md"
-want="$(for line in $(line::all | sort -rV); do
-  while read -r c; do
-    LINE="${line}" component::load "${c}"
-    printf -- '- pin: line %s: %s %s (series %s)\n' "${line}" "${c}" "${COMPONENT_VERSION}" "$(component::series_id | cut -c1-12)"
-  done < <(LINE="${line}" component::all)
-done)"
+want="$(while read -r line c; do
+  LINE="${line}" component::load "${c}"
+  printf -- '- pin: line %s: %s %s (series %s)\n' "${line}" "${c}" "${COMPONENT_VERSION}" "$(component::series_id | cut -c1-12)"
+done < <(line::components))"
 have="$(grep '^- pin: ' "${report}" 2>/dev/null || true)"
 if [[ "${want}" != "${have}" ]]; then
   diff <(echo "${have}") <(echo "${want}") >&2 || true

@@ -31,7 +31,7 @@ while read -r line c; do
   if [[ "${COMPONENT_STAGING_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
     patterns+=("(^|[^0-9A-Za-z.])v${BASH_REMATCH[1]}\.${BASH_REMATCH[2]}\.[0-9]+([^0-9]|\$)")
   fi
-done < <(for line in $(line::all); do LINE="${line}" component::all | sed "s/^/${line} /"; done)
+done < <(line::components)
 # Each pattern applies to the lines that contain its keyword (in lower
 # case; empty: every line). The components' releases are checked on every line.
 keywords=()

@@ -46,13 +46,13 @@ local-down: ## Stop the processes local-up started (pid files) and remove _outpu
 	hack/make-rules/local-down.sh
 
 .PHONY: e2e
-e2e: ## Bring a local cluster up, run test/e2e (gates on, then off), bring it down
+e2e: ## Bring a local cluster of LINE up, run test/e2e (gates on, then off; what the line lacks skips), bring it down
 	hack/make-rules/e2e.sh
 
 ##@ Images (build/images/images.yaml; docs/images.md)
 
 .PHONY: images
-images: ## Build the images of the patched components without a daemon into _output/images: docker archives, OCI layout, server tarball (SKIP_BUILD=1 keeps _output/bin)
+images: ## Build the images of the patched components without a daemon into _output/images (an older LINE: _output/images-<line>): docker archives, OCI layout, server tarball (SKIP_BUILD=1 keeps the line's binaries)
 	hack/make-rules/images.sh
 
 .PHONY: push
@@ -66,7 +66,7 @@ node-image: ## Build the kind node image kube-guard/node:<fork version> offline 
 	hack/make-rules/node-image.sh
 
 .PHONY: kind-up
-kind-up: ## kind cluster on the node image: 1 control plane + KIND_WORKERS workers, the fork's gates on everywhere (kubeconfig: _output/kind/kubeconfig)
+kind-up: ## kind cluster on the line's node image: 1 control plane + KIND_WORKERS workers, the line's gates on everywhere (kubeconfig: _output/kind/kubeconfig)
 	hack/make-rules/kind-up.sh
 
 .PHONY: kind-down
@@ -80,15 +80,15 @@ kind-e2e: ## test/e2e on the kind cluster (real kubelets), then upstream's e2e.t
 ##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env). A new patch goes into a topic: a 'Topic: <topic>' trailer, the topic listed in patches/<c>/<line>/topics with a TOPIC.md (docs/development.md)
 
 .PHONY: materialize
-materialize: ## Rebuild the pristine upstream tree under _output/src/$(COMPONENT)
+materialize: ## Rebuild the pristine upstream tree of $(COMPONENT) on LINE under _output/src/$(COMPONENT) (an older line: _output/src/$(COMPONENT)-<line>)
 	hack/make-rules/materialize.sh $(COMPONENT)
 
 .PHONY: apply
-apply: ## Materialise, then `git am` patches/$(COMPONENT) onto it
+apply: ## Materialise, then `git am` patches/$(COMPONENT)/<line> onto it
 	hack/make-rules/apply.sh $(COMPONENT)
 
 .PHONY: export-patches
-export-patches: ## Write the commits in _output/src/$(COMPONENT) back into patches/$(COMPONENT)/<topic>/, each by its 'Topic:' trailer
+export-patches: ## Write the commits of $(COMPONENT)'s tree on LINE back into patches/$(COMPONENT)/<line>/<topic>/, each by its 'Topic:' trailer
 	hack/make-rules/export.sh $(COMPONENT)
 
 .PHONY: rebase
@@ -96,7 +96,7 @@ rebase: ## Move patches/$(COMPONENT)/<line> onto upstream TO=<version>: conflict
 	hack/make-rules/rebase.sh $(COMPONENT) $(TO)
 
 .PHONY: rebase-abort
-rebase-abort: ## Abandon a rebase of $(COMPONENT) in progress: the tree goes back to main and the pin
+rebase-abort: ## Abandon a rebase of $(COMPONENT) on LINE in progress: the tree goes back to main and the pin
 	hack/make-rules/rebase.sh --abort $(COMPONENT)
 
 .PHONY: rebase-report

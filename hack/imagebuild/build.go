@@ -136,6 +136,7 @@ func runBuild(args []string) error {
 	rootfs := fs.String("rootfs", "", "directory with a subdirectory of extracted Debian packages per base")
 	out := fs.String("out", "_output/images", "output directory")
 	set := fs.String("set", "", `the images of this set ("" = the release images, node = the node image's own)`)
+	only := fs.String("components", "", "comma-separated: only the images of these components (default: every component's; a release line without a descheduler has no descheduler image)")
 	versions, epochs, commits := mapFlag{}, mapFlag{}, mapFlag{}
 	fs.Var(versions, "version", "COMPONENT=FORK_VERSION (repeated)")
 	fs.Var(epochs, "epoch", "COMPONENT=SOURCE_DATE_EPOCH (repeated)")
@@ -152,6 +153,11 @@ func runBuild(args []string) error {
 	}
 	if sp.Images = sp.InSet(*set); len(sp.Images) == 0 {
 		return fmt.Errorf("no image of set %q in %s", *set, *specFile)
+	}
+	if *only != "" {
+		if sp.Images = sp.OfComponents(strings.Split(*only, ",")); len(sp.Images) == 0 {
+			return fmt.Errorf("no image of set %q and components %s in %s", *set, *only, *specFile)
+		}
 	}
 	comps := map[string]component{}
 	for _, img := range sp.Images {

@@ -2,18 +2,26 @@
 # The fork's feature gates in the clusters it brings up (the local cluster,
 # hack/lib/local.sh; the kind cluster, hack/lib/kind.sh). Sourced after init.sh.
 
-# The gates the clusters turn on: the KEPs the fork carries, KEP-3280's and
-# KEP-4563's, and nothing else. With EVICTION_FAST_PATH=1, also
-# GATES_EVICTION_FAST_PATH: the eviction's budget reads from, and status
-# writes to, storage (opt-in proposals; the writes leave admission, audit
-# and managedFields of poddisruptionbudgets/status out of the eviction's
-# decrement). LOCAL_FEATURE_GATES and KIND_FEATURE_GATES override both.
+# The gates the clusters turn on: the KEPs the selected release line carries
+# (CLUSTER_GATES in patches/kubernetes/<line>/line.env), and nothing else.
+# With EVICTION_FAST_PATH=1, also the line's CLUSTER_GATES_FAST_PATH: the
+# eviction's budget reads from, and status writes to, storage (opt-in
+# proposals; the writes leave admission, audit and managedFields of
+# poddisruptionbudgets/status out of the eviction's decrement); a line
+# without them refuses the knob. LOCAL_FEATURE_GATES and KIND_FEATURE_GATES
+# override both.
 # shellcheck disable=SC2034
-GATES_KEPS="DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true"
-GATES_EVICTION_FAST_PATH="EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true,EvictionListsBudgetsWhileReadingPod=true"
+GATES_KEPS="$(component::setting kubernetes CLUSTER_GATES)"
+GATES_EVICTION_FAST_PATH="$(component::setting kubernetes CLUSTER_GATES_FAST_PATH)"
+[[ -n "${GATES_KEPS}" ]] ||
+  fatal "release line $(line::selected) sets no CLUSTER_GATES in patches/kubernetes/$(line::selected)/line.env: the gates its clusters turn on"
 case "${EVICTION_FAST_PATH:-0}" in
 0) GATES_DEFAULT="${GATES_KEPS}" ;;
-1) GATES_DEFAULT="${GATES_KEPS},${GATES_EVICTION_FAST_PATH}" ;;
+1)
+  [[ -n "${GATES_EVICTION_FAST_PATH}" ]] ||
+    fatal "EVICTION_FAST_PATH=1: release line $(line::selected) carries no eviction fast path (CLUSTER_GATES_FAST_PATH in patches/kubernetes/$(line::selected)/line.env is empty)"
+  GATES_DEFAULT="${GATES_KEPS},${GATES_EVICTION_FAST_PATH}"
+  ;;
 *) fatal "EVICTION_FAST_PATH=${EVICTION_FAST_PATH} is neither 0 nor 1" ;;
 esac
 

@@ -107,6 +107,18 @@ line::require_default() {
     fatal "$1 works on the newest release line ($(line::default)) only so far, not on LINE=${LINE}"
 }
 
+# line::images: where `make images` puts the selected line's images:
+# _output/images for the default line, _output/images-<line> for another.
+line::images() {
+  local l
+  l="$(line::selected)"
+  if [[ "${l}" == "$(line::default)" ]]; then
+    printf '%s\n' "${OUTPUT_DIR}/images"
+  else
+    printf '%s\n' "${OUTPUT_DIR}/images-${l}"
+  fi
+}
+
 # line::all: every line of any component, oldest first.
 line::all() {
   local d

@@ -14,9 +14,9 @@ version::vars
 read -ra go_env <<<"$(component::setting kubernetes GO_BUILD_ENV)"
 ldflags="$(build::expand "$(component::setting kubernetes GO_LDFLAGS)")"
 log "building e2e.test ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12})"
-mkdir -p "${OUTPUT_BIN}"
+mkdir -p "$(line::bin)"
 (
   cd "${COMPONENT_TREE}"
-  env CGO_ENABLED=0 "${go_env[@]}" go test -c -trimpath -ldflags "${ldflags}" -o "${OUTPUT_BIN}/e2e.test" ./test/e2e
+  env CGO_ENABLED=0 "${go_env[@]}" go test -c -trimpath -ldflags "${ldflags}" -o "$(line::bin)/e2e.test" ./test/e2e
 )
-log "  ${OUTPUT_BIN}/e2e.test"
+log "  $(line::bin)/e2e.test"

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # `make e2e`: runs test/e2e against local clusters it brings up and down itself:
-#   1. `local-up` with LOCAL_FEATURE_GATES (default: DisruptionPolicyInPriorityClass
-#      and EvictionRequestAPI on, hack/lib/gates.sh), the whole
-#      suite (gate-off tests skip),
+#   1. `local-up` with LOCAL_FEATURE_GATES (default: the gates of the line's
+#      KEPs, CLUSTER_GATES in patches/kubernetes/<line>/line.env, such as
+#      DisruptionPolicyInPriorityClass and EvictionRequestAPI on,
+#      hack/lib/gates.sh), the whole suite (gate-off tests skip),
 #      including the descheduler's (it runs _output/bin/descheduler itself);
 #   2. `local-up` again with DisruptionPolicyInPriorityClass=false, and
 #      EvictionRequestAPI on without the runtime-config that serves its API
 #      (a setup the components must refuse or report), only the gate-off
 #      tests: by convention (test/e2e/doc.go), the tests whose names end in
 #      GateOff (they call RequireGate(t, false) and skip in phase 1).
+# LINE=<line> runs it on that release line's control plane. What the line
+# does not carry is not run, and its tests may skip: the descheduler's
+# (^TestDescheduler) on a line without a descheduler line, KEP-4563's
+# (^TestKEP4563, EvictionRequestAPI) on a line whose CLUSTER_GATES lack
+# EvictionRequestAPI.
 # A local cluster that is already running is not touched: stop it first
 # (`make local-down`). The cluster is brought down on exit, also on failure
 # (KEEP_LOGS=1 keeps its component logs in _output/local-logs).
@@ -18,18 +24,31 @@
 # local cluster's (hack/lib/local.sh).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
-line::require_default "make e2e"
 source "${REPO_ROOT}/hack/lib/local.sh"
+line="$(line::selected)"
 
 E2E_RUN="${E2E_RUN:-.}"
 E2E_GATE_OFF="${E2E_GATE_OFF:-1}"
 E2E_TIMEOUT="${E2E_TIMEOUT:-20m}"
 GATES_ON="${LOCAL_FEATURE_GATES}"
-GATES_OFF="DisruptionPolicyInPriorityClass=false,EvictionRequestAPI=true"
+GATES_OFF="DisruptionPolicyInPriorityClass=false"
 RUNTIME_CONFIG_ON="${LOCAL_RUNTIME_CONFIG}"
 RUNTIME_CONFIG_OFF=""
-
-[[ -x "${OUTPUT_BIN}/descheduler" ]] || "${REPO_ROOT}/hack/make-rules/build.sh" descheduler
+# What the line lacks: its tests may skip (the names of test/e2e's tests).
+LINE_SKIPS=""
+if gates::is_on "${GATES_KEPS}" EvictionRequestAPI; then
+  GATES_OFF+=",EvictionRequestAPI=true"
+else
+  LINE_SKIPS+="|^TestKEP4563|EvictionRequestAPI"
+fi
+DESCHEDULER=""
+if component::has_line descheduler "${line}"; then
+  DESCHEDULER="$(line::bin)/descheduler"
+  [[ -x "${DESCHEDULER}" ]] || "${REPO_ROOT}/hack/make-rules/build.sh" descheduler
+else
+  log "release line ${line} has no descheduler line: its tests skip"
+  LINE_SKIPS+="|^TestDescheduler"
+fi
 if [[ -n "$(local::running_pids)" ]]; then
   fatal "a local cluster is running: make e2e brings up its own; stop it first with 'make local-down'"
 fi
@@ -53,7 +72,7 @@ e2e::phase() {
   (
     cd "${REPO_ROOT}"
     KUBE_GUARD_E2E_KUBECONFIG="${LOCAL_KUBECONFIG}" \
-      KUBE_GUARD_E2E_DESCHEDULER="${OUTPUT_BIN}/descheduler" \
+      KUBE_GUARD_E2E_DESCHEDULER="${DESCHEDULER}" \
       KUBE_GUARD_E2E_SCHEDULER_URL="https://127.0.0.1:${LOCAL_SCHEDULER_PORT}" \
       KUBE_GUARD_E2E_COMPONENT_LOGS="${LOCAL_LOGS_DIR}" \
       go test ./test/e2e/... -count=1 -v -timeout "${E2E_TIMEOUT}" -run "${run}" 2>&1 | tee "${log}"
@@ -68,8 +87,8 @@ e2e::phase() {
 }
 
 # Phase 1 skips the gate-off tests and those that need real kubelets (kind).
-e2e::phase "gate on" "${GATES_ON}" "${RUNTIME_CONFIG_ON}" "${E2E_RUN}" 'GateOff$|^TestKind'
+e2e::phase "gate on" "${GATES_ON}" "${RUNTIME_CONFIG_ON}" "${E2E_RUN}" "GateOff\$|^TestKind${LINE_SKIPS}"
 if [[ "${E2E_GATE_OFF}" != "0" ]]; then
-  e2e::phase "gate off" "${GATES_OFF}" "${RUNTIME_CONFIG_OFF}" 'GateOff$' '^$'
+  e2e::phase "gate off" "${GATES_OFF}" "${RUNTIME_CONFIG_OFF}" 'GateOff$' "^\$${LINE_SKIPS}"
 fi
-log "e2e passed"
+log "e2e passed on release line ${line}"

@@ -2,13 +2,15 @@
 # make images: the container images of build/images/images.yaml, built
 # without a container daemon (hack/imagebuild, go-containerregistry) from the
 # binaries in _output/bin and base layers made here from Debian packages:
-#   1. the binaries the images hold (hack/make-rules/build.sh; SKIP_BUILD=1
-#      uses _output/bin as it is);
+#   1. the binaries the images hold, of the components of the release line
+#      LINE (default: the newest; hack/make-rules/build.sh; SKIP_BUILD=1
+#      uses the line's binaries, _output/bin or _output/bin/<line>, as they are);
 #   2. the Debian packages of build/images/debian.lock, downloaded once into
 #      a cache (KUBE_GUARD_DEB_CACHE, default ~/.cache/kube-guard/debs, by
 #      SHA-256) and checked against the lock;
 #   3. extracted per base (static, iptables) under ${IMAGES_OUT}.rootfs/;
-#   4. imagebuild build: IMAGES_OUT (default _output/images) gets
+#   4. imagebuild build: IMAGES_OUT (default _output/images; an older
+#      line's _output/images-<line>) gets
 #      <image>.tar (docker load), oci/ (OCI layout), images.txt (tag and
 #      digest of each image) and kubernetes-server-linux-amd64.tar.gz.
 # Tags carry each component's fork version; every timestamp is the
@@ -17,15 +19,15 @@
 # interrupted run leaves the previous images, and a rerun starts over.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
-line::require_default "make images"
 source "${REPO_ROOT}/hack/lib/version.sh"
 
-IMAGES_OUT="${IMAGES_OUT:-${OUTPUT_DIR}/images}"
+IMAGES_OUT="${IMAGES_OUT:-$(line::images)}"
 DEB_CACHE="${KUBE_GUARD_DEB_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/kube-guard/debs}"
 LOCK="${REPO_ROOT}/build/images/debian.lock"
 SPEC="${REPO_ROOT}/build/images/images.yaml"
 
-components=(kubernetes descheduler)
+# The line's components (a line without a descheduler has no descheduler image).
+mapfile -t components < <(component::all)
 if [[ "${SKIP_BUILD:-0}" != "1" ]]; then
   "${REPO_ROOT}/hack/make-rules/build.sh" "${components[@]}"
 fi
@@ -73,7 +75,8 @@ log "${n} Debian packages extracted under ${rootfs#"${REPO_ROOT}/"} (cache: ${DE
 # The node image's own images use the same bases (hack/make-rules/node-image.sh).
 [[ "${IMAGES_ONLY_ROOTFS:-0}" != "1" ]] || exit 0
 
-args=(build -spec "${SPEC}" -bin "${OUTPUT_BIN}" -rootfs "${rootfs}" -out "${IMAGES_OUT}")
+args=(build -spec "${SPEC}" -bin "$(line::bin)" -rootfs "${rootfs}" -out "${IMAGES_OUT}"
+  -components "$(IFS=,; echo "${components[*]}")")
 for c in "${components[@]}"; do
   read -r version epoch commit < <(version::of "${c}")
   args+=(-version "${c}=${version}" -epoch "${c}=${epoch}" -commit "${c}=${commit}")

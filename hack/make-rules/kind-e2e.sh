@@ -14,11 +14,14 @@
 #      PriorityClass); every spec and its result go to
 #      _output/kind-e2e/upstream/results.txt (KIND_E2E_UPSTREAM=0 skips it).
 #
+# LINE=<line> runs both on that release line's cluster (make kind-up
+# LINE=<line>) with its e2e.test; what the line does not carry skips (the
+# descheduler's tests on a line without a descheduler, KEP-4563's without
+# its gate).
 # Knobs: KIND_E2E_RUN (go test -run of phase 1), KIND_E2E_TIMEOUT (30m),
 # KIND_E2E_UPSTREAM_FOCUS, KIND_E2E_UPSTREAM_SKIP, plus hack/lib/kind.sh's.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
-line::require_default "make kind-e2e"
 source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"
@@ -51,7 +54,9 @@ cp_ip="$(docker inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddres
 # The descheduler runs on the host against the kind cluster; without a built
 # binary its tests skip and say so.
 descheduler_bin=""
-[[ -x "${OUTPUT_BIN}/descheduler" ]] && descheduler_bin="${OUTPUT_BIN}/descheduler"
+if component::has_line descheduler "$(line::selected)" && [[ -x "$(line::bin)/descheduler" ]]; then
+  descheduler_bin="$(line::bin)/descheduler"
+fi
 
 log "kind e2e 1/2: test/e2e -run '${KIND_E2E_RUN}' (pods: ${pause_image}, ${agnhost_image})"
 start="$(date +%s)"
@@ -79,7 +84,7 @@ mkdir -p "${report}"
 log "kind e2e 2/2: upstream's e2e.test --ginkgo.focus='${KIND_E2E_UPSTREAM_FOCUS}' --ginkgo.skip='${KIND_E2E_UPSTREAM_SKIP}' (log: ${report#"${REPO_ROOT}/"}/e2e.log)"
 start="$(date +%s)"
 status=0
-"${OUTPUT_BIN}/e2e.test" --kubeconfig="${KIND_KUBECONFIG}" --provider=skeleton \
+"$(line::bin)/e2e.test" --kubeconfig="${KIND_KUBECONFIG}" --provider=skeleton \
   --ginkgo.focus="${KIND_E2E_UPSTREAM_FOCUS}" --ginkgo.skip="${KIND_E2E_UPSTREAM_SKIP}" \
   --ginkgo.timeout=2h --ginkgo.no-color --ginkgo.json-report="${report}/report.json" --report-dir="${report}" \
   --dump-logs-on-failure=false >"${report}/e2e.log" 2>&1 || status=$?

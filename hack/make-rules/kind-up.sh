@@ -6,9 +6,12 @@
 # where the host is on cgroup v1 (Kubernetes 1.37's kubelet refuses it
 # otherwise). Knobs: hack/lib/kind.sh. The kubeconfig is
 # _output/kind/kubeconfig; `make kind-down` deletes the cluster.
+# LINE=<line> runs the node image of that release line (`make node-image
+# LINE=<line>`) with the gates of its KEPs; where the image carries other
+# etcd or CoreDNS releases than the line's kubeadm names
+# (/kind/kube-guard/image-tags), kubeadm is given their tags.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
-line::require_default "make kind-up"
 source "${REPO_ROOT}/hack/lib/version.sh"
 source "${REPO_ROOT}/hack/lib/docker.sh"
 source "${REPO_ROOT}/hack/lib/kind.sh"
@@ -32,11 +35,17 @@ left="$(kind::node_containers | awk '{ printf "%s%s (%s)", (NR > 1 ? ", " : ""),
 if [[ -n "${left}" ]] || kind::exists; then
   fatal "the kind cluster '${KIND_NAME}' exists already${left:+ (node containers: ${left})}: make kind-down first; it says what blocks it if docker cannot remove them"
 fi
-docker image inspect "${image}" >/dev/null 2>&1 || fatal "no node image ${image} in docker: run make node-image"
+docker image inspect "${image}" >/dev/null 2>&1 || fatal "no node image ${image} in docker: run make node-image$(line::hint)"
 # A node image of another build would test something else.
 image_version="$(docker run --rm --entrypoint cat "${image}" /kind/version)" || fatal "${image} has no /kind/version: not a kind node image"
 [[ "${image_version}" == "${version}" ]] ||
-  fatal "${image} is a node image of ${image_version}, this tree builds ${version}: run make node-image (or set KIND_NODE_IMAGE)"
+  fatal "${image} is a node image of ${image_version}, this tree builds ${version}: run make node-image$(line::hint) (or set KIND_NODE_IMAGE)"
+# The etcd and CoreDNS tags the image carries where kubeadm names others
+# (an older line's node image; none before the file existed).
+image_tags="$(docker run --rm --entrypoint sh "${image}" -c 'cat /kind/kube-guard/image-tags 2>/dev/null || true')" ||
+  fatal "could not read /kind/kube-guard/image-tags of ${image}"
+etcd_image_tag="$(awk '$1 == "etcd" { print $2 }' <<<"${image_tags}")"
+coredns_image_tag="$(awk '$1 == "coredns" { print $2 }' <<<"${image_tags}")"
 
 mkdir -p "${KIND_DIR}"
 config="${KIND_DIR}/config.yaml"
@@ -69,14 +78,23 @@ config="${KIND_DIR}/config.yaml"
     echo "- role: worker"
     echo "  labels: {type: kind, kube-guard.io/node-index: \"${i}\", topology.kubernetes.io/zone: zone-$((i % 2))}"
   done
+  if [[ ! -f /sys/fs/cgroup/cgroup.controllers || -n "${etcd_image_tag}${coredns_image_tag}" ]]; then
+    echo "kubeadmConfigPatches:"
+  fi
   if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
     # cgroup v1 host: the kubelets must be told it is accepted.
     cat <<'YAML'
-kubeadmConfigPatches:
 - |
   kind: KubeletConfiguration
   failCgroupV1: false
 YAML
+  fi
+  if [[ -n "${etcd_image_tag}${coredns_image_tag}" ]]; then
+    # The node image's etcd and CoreDNS, where kubeadm would name others.
+    echo "- |"
+    echo "  kind: ClusterConfiguration"
+    [[ -z "${etcd_image_tag}" ]] || printf '  etcd:\n    local:\n      imageTag: "%s"\n' "${etcd_image_tag}"
+    [[ -z "${coredns_image_tag}" ]] || printf '  dns:\n    imageTag: "%s"\n' "${coredns_image_tag}"
   fi
   # The scheduler's /metrics on the node's address without credentials, as
   # on the local cluster (the e2e suite reads its preemption metrics), with
@@ -115,7 +133,7 @@ if ! kind::kind create cluster --name "${KIND_NAME}" --image "${image}" --config
   kind::kind delete cluster --name "${KIND_NAME}" --kubeconfig "${KIND_KUBECONFIG}" >/dev/null 2>&1 || true
   fatal "kind could not create the cluster (node logs: ${KIND_DIR}/logs); deleted what it made"
 fi
-kubectl=("${OUTPUT_BIN}/kubectl" --kubeconfig "${KIND_KUBECONFIG}")
+kubectl=("$(line::bin)/kubectl" --kubeconfig "${KIND_KUBECONFIG}")
 "${kubectl[@]}" wait --for=condition=Ready nodes --all --timeout="${KIND_WAIT}s" >/dev/null ||
   fatal "nodes not Ready within ${KIND_WAIT}s"
 # CoreDNS placed and serving: the e2e suite counts what it takes of a node.

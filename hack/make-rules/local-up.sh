@@ -74,6 +74,8 @@ for var in LOCAL_APISERVER_PORT LOCAL_ETCD_PORT LOCAL_ETCD_PEER_PORT LOCAL_CONTR
 done
 
 # 4. Start.
+line="$(line::selected)"
+previous_minor="${line%%.*}.$((${line#*.} - 1))"
 start="$(date +%s)"
 mkdir -p "${LOCAL_DIR}"
 log "starting the local cluster '${LOCAL_NAME}' in ${LOCAL_DIR} (gates: ${LOCAL_FEATURE_GATES:-none}, ${LOCAL_NODES} nodes)"
@@ -125,8 +127,9 @@ componentsPatches:
 - name: kube-scheduler
   extraArgs:
   - {key: bind-address, value: 127.0.0.1}
-  # scheduler_preemption_goroutines_duration_seconds is deprecated since Kubernetes 1.37 and hidden without this.
-  - {key: show-hidden-metrics-for-version, value: "1.36"}
+  # scheduler_preemption_goroutines_duration_seconds is deprecated since Kubernetes 1.37 and hidden without this
+  # (the previous minor of the line: the only value the flag takes).
+  - {key: show-hidden-metrics-for-version, value: "${previous_minor}"}
 - name: kwok-controller
   extraArgs:
   - {key: server-address, value: "127.0.0.1:${LOCAL_KWOK_PORT}"}

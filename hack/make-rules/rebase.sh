@@ -35,7 +35,8 @@
 # A new release line: NEW_LINE=<line> (make rebase ... NEW_LINE=1.36) copies
 # the selected line's topics (all, or TOPICS="<topic>..." and the topics they
 # depend on) into patches/<c>/<NEW_LINE>/, with a line.env on the selected
-# line's pin, and rebases that copy onto VERSION as above, in the new line's
+# line's pin and its other settings (CLUSTER_GATES: check them against the
+# topics the new line takes), and rebases that copy onto VERSION as above, in the new line's
 # own tree (_output/src/<c>-<line>; a line newer than every other takes
 # _output/src/<c>, and the newest line's tree moves to _output/src/<c>-<its
 # line> first). The new tree is given the source tree's commits, so that
@@ -310,6 +311,9 @@ new_line() {
     echo "# kube-guard's release line ${NEW_LINE}: the upstream release its series applies to"
     echo "# (the one place it is written; make rebase COMPONENT=${c} LINE=${NEW_LINE} TO=<version> moves it)."
     echo "UPSTREAM_VERSION=${COMPONENT_VERSION}"
+    # The source line's other settings (the gates its clusters turn on),
+    # with their comments: check them against the topics the new line takes.
+    sed -n '/^UPSTREAM_VERSION=/,$p' "${COMPONENT_LINE_ENV}" | sed '1d'
   } >"${dest}/line.env"
   {
     echo "# The topics of patches/${c}/${NEW_LINE}, in the order \`git am\` applies them"

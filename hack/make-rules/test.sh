@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: builds everything and the images (`make images`), then runs
+# `make test`: builds everything and the images (`make images`) of every
+# release line, then runs
 #   0. `make verify` (hack/make-rules/verify/all.sh; SKIP_VERIFY="codegen ..." skips checks),
 #   1. this repository's own Go tests (pipeline scripts, version stamps,
 #      integration tests against the built etcd and control plane, the
@@ -11,7 +12,8 @@
 #      build/<component>/release-modules on the pristine release with its
 #      own go.mod (hack/make-rules/test-release-modules.sh), and
 #   3. the end-to-end suite on a local cluster (hack/make-rules/e2e.sh;
-#      SKIP_E2E=1 skips it).
+#      SKIP_E2E=1 skips it), on every release line (an older line's cluster
+#      runs what the line carries: LINE=<line>).
 # It refuses to start with less than MIN_FREE_GIB (default 15) GiB free where
 # the tree and the Go caches are: a cold run writes about that much.
 set -o errexit -o nounset -o pipefail
@@ -20,13 +22,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
 
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
-# The older release lines' kube-apiserver, patched and pristine, for the
-# upgrade test across lines and the downgrade test of each line
+# The older release lines: their binaries and images (`make images
+# LINE=<line>`), and their pristine kube-apiserver, for the upgrade test
+# across lines and the downgrade test of each line
 # (test/integration/upgrade_lines_test.go, downgrade_test.go).
 for line in $(line::all); do
   [[ "${line}" != "$(line::default)" ]] || continue
-  LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh" kube-apiserver
+  LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build-pristine.sh"
+  LINE="${line}" SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
 done
 # test/images checks the images of these binaries.
 SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
@@ -51,5 +55,10 @@ if [[ "${SKIP_E2E:-0}" == "1" ]]; then
 else
   log "end-to-end tests on a local cluster"
   "${REPO_ROOT}/hack/make-rules/e2e.sh" || status=1
+  for line in $(line::all); do
+    [[ "${line}" != "$(line::default)" ]] || continue
+    log "release line ${line}: end-to-end tests on a local cluster"
+    LINE="${line}" "${REPO_ROOT}/hack/make-rules/e2e.sh" || status=1
+  done
 fi
 exit "${status}"

@@ -66,7 +66,7 @@ func requestsOf(ctx context.Context, c *cluster, ns, requester string) (map[stri
 // requester has in progress is left alone. Once finished, the descheduler
 // deletes its requests.
 func TestDeschedulerEvacuationModeEvictionRequests(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep1397-evictionrequests")
 	const migrator = "migrator.e2e.kube-guard.io/vm"
@@ -175,7 +175,7 @@ func requestName(t *testing.T, c *cluster, ns, pod string) string {
 // its feature gate, or with a reserved requester, stops the descheduler at
 // start-up with an error that says what to change.
 func TestDeschedulerEvacuationModeRefusesBadSetups(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep1397-evictionrequests-bad")
 	for _, tc := range []struct {
@@ -230,7 +230,7 @@ func requestIDs(t *testing.T, c *cluster, ns string) map[string][]string {
 // started again makes a second request or a new one: the requests keep
 // their names and UIDs.
 func TestDeschedulerEvacuationModeLimitsAndRestarts(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep1397-evictionrequests-limit")
 	node := c.Nodes[0].Name
@@ -280,7 +280,7 @@ func TestDeschedulerEvacuationModeLimitsAndRestarts(t *testing.T) {
 // the descheduler's evictions package (a fake clock: the TTL is at least
 // 20 minutes).
 func TestDeschedulerEvacuationModeRefusesAShortTTL(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep1397-evictionrequests-ttl")
 	pod := c.evacuationPod(t, ns, "stuck", "", true, false, withResponder(neverAnswers))

@@ -516,7 +516,7 @@ var _ io.Writer = &syncBuffer{}
 // descheduler, running cycles all along, asks only once, and its metrics
 // count one request in background, in progress until the pod is gone.
 func TestDeschedulerEvacuationInBackground(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-background")
 	const deleteAfter = 6 * time.Second
 	hook := c.startEvacuator(t, ns, evacuatorConfig{deleteAfter: deleteAfter})
@@ -574,7 +574,7 @@ func TestDeschedulerEvacuationInBackground(t *testing.T) {
 // per-node evacuation limit leaves, and a restarted descheduler (its cache
 // rebuilt from the pods' annotations) makes none.
 func TestDeschedulerEvacuationLimitReached(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-limit")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	node := c.Nodes[0].Name
@@ -607,7 +607,7 @@ func TestDeschedulerEvacuationLimitReached(t *testing.T) {
 // "migrating", annotated eviction-in-progress, is never requested again
 // however long it stays in progress.
 func TestDeschedulerEvacuationTTL(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-ttl")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	unconfirmed := c.evacuationPod(t, ns, "unconfirmed", "", true, false, neverConfirmed)
@@ -651,7 +651,7 @@ func TestDeschedulerEvacuationTTL(t *testing.T) {
 // one request the limit left at the start is ever made, and the refusals
 // are counted in pods_evicted_total.
 func TestDeschedulerEvacuationInProgressKeepsSlot(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-drain")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	for _, name := range []string{"drained-1", "drained-2"} {
@@ -688,7 +688,7 @@ func TestDeschedulerEvacuationInProgressKeepsSlot(t *testing.T) {
 // a webhook's own tag in front) is an eviction in background: requested
 // once, not every cycle, although the webhook never annotates the pod.
 func TestDeschedulerEvacuationMarkerAfterWebhookPrefix(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-prefix")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{messagePrefix: "[evacuator] "})
 	pod := c.evacuationPod(t, ns, "vm", "", true, false, neverConfirmed)
@@ -713,7 +713,7 @@ func TestDeschedulerEvacuationMarkerAfterWebhookPrefix(t *testing.T) {
 // reaches the webhook, no pod goes, and a pod whose eviction is in progress
 // is not reported evicted. Two runs, as v0.36's race lost most of them.
 func TestDeschedulerEvacuationDryRun(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-dryrun")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	vm := c.evacuationPod(t, ns, "vm", "", true, false)
@@ -742,7 +742,7 @@ func TestDeschedulerEvacuationDryRun(t *testing.T) {
 // pods; each pod is requested once, by the first profile, over several
 // cycles.
 func TestDeschedulerEvacuationTwoProfiles(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-profiles")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	for _, name := range []string{"vm-1", "vm-2"} {
@@ -770,7 +770,7 @@ func TestDeschedulerEvacuationTwoProfiles(t *testing.T) {
 // policy that sets the settings of evictions in background is refused at
 // start-up with an error naming the gate.
 func TestDeschedulerEvacuationGateDisabled(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-gate-off")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	pod := c.evacuationPod(t, ns, "vm", "", true, false)
@@ -812,7 +812,7 @@ func TestDeschedulerEvacuationGateDisabled(t *testing.T) {
 // first and requests the second again. On node 1, "migrating-b" plus one
 // request (confirmed by the webhook) fill the limit of 2 for good.
 func TestDeschedulerEvacuationOneShotRuns(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-oneshot")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	nodeA, nodeB := c.Nodes[0].Name, c.Nodes[1].Name
@@ -852,7 +852,7 @@ func TestDeschedulerEvacuationOneShotRuns(t *testing.T) {
 // the evacuation limit does not concern, is evicted, and node 1's pod is
 // requested.
 func TestDeschedulerEvacuationNodeLimitSparesOrdinaryPods(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	ns := c.Namespace(t, "kep1397-node-limit")
 	hook := c.startEvacuator(t, ns, evacuatorConfig{})
 	nodeA, nodeB := c.Nodes[0].Name, c.Nodes[1].Name

@@ -93,13 +93,41 @@ func TestKEP4563ControllerDrivesRequests(t *testing.T) {
 }
 
 // requireEvictionRequestAPI skips a test on a cluster whose apiserver runs
-// with the EvictionRequestAPI gate off.
+// with the EvictionRequestAPI gate off, or has no such gate (a release line
+// older than KEP-4563's API).
 func requireEvictionRequestAPI(t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	switch evictionRequestGate(t, c) {
+	case gateUnknown:
+		t.Skip("the cluster's kube-apiserver has no EvictionRequestAPI gate: its release line does not carry KEP-4563")
+	case gateOff:
+		t.Skip("the cluster runs with EvictionRequestAPI off")
+	}
+}
+
+type gateState int
+
+const (
+	gateUnknown gateState = iota
+	gateOff
+	gateOn
+)
+
+// evictionRequestGate reads the EvictionRequestAPI gate from the
+// kube-apiserver's kubernetes_feature_enabled metric: on, off, or unknown
+// (no such series: the release line has no such gate).
+func evictionRequestGate(t *testing.T, c *framework.Cluster) gateState {
 	t.Helper()
 	metrics, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	require.NoError(t, err)
-	if !regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="EvictionRequestAPI"[^}]*\} 1$`).Match(metrics) {
-		t.Skip("the cluster runs with EvictionRequestAPI off")
+	m := regexp.MustCompile(`(?m)^kubernetes_feature_enabled\{name="EvictionRequestAPI"[^}]*\} ([01])$`).FindSubmatch(metrics)
+	switch {
+	case m == nil:
+		return gateUnknown
+	case string(m[1]) == "1":
+		return gateOn
+	default:
+		return gateOff
 	}
 }
 
@@ -308,11 +336,12 @@ func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 func TestEvictionRequestAPINotServedGateOff(t *testing.T) {
 	c := setup(t)
 	c.RequireGate(t, false)
-	metrics, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	require.NoError(t, err)
-	require.Regexp(t, `(?m)^kubernetes_feature_enabled\{name="EvictionRequestAPI"[^}]*\} 1$`, string(metrics),
-		"this test wants EvictionRequestAPI on (make e2e's second cluster)")
-	_, err = c.Client.Discovery().ServerResourcesForGroupVersion(lifecyclev1alpha1.SchemeGroupVersion.String())
+	gate := evictionRequestGate(t, c.Cluster)
+	if gate == gateUnknown {
+		t.Skip("the cluster's kube-apiserver has no EvictionRequestAPI gate: its release line does not carry KEP-4563")
+	}
+	require.Equal(t, gateOn, gate, "this test wants EvictionRequestAPI on (make e2e's second cluster)")
+	_, err := c.Client.Discovery().ServerResourcesForGroupVersion(lifecyclev1alpha1.SchemeGroupVersion.String())
 	require.True(t, apierrors.IsNotFound(err), "this test wants %s not served (make e2e's second cluster): %v", lifecyclev1alpha1.SchemeGroupVersion, err)
 
 	ns := c.Namespace(t, "kep4563-not-served")

@@ -216,7 +216,7 @@ func (r *thirdPartyResponder) state() (map[string]time.Time, map[types.UID]int, 
 // (the imperative responder is never activated), both the Eviction and the
 // request end TargetEvicted, and the descheduler deletes its request.
 func TestDeschedulerEvacuationModeThirdPartyResponder(t *testing.T) {
-	c := setup(t)
+	c := setupDescheduler(t)
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep4563-third-party")
 	vm := c.evacuationPod(t, ns, "vm", c.Nodes[0].Name, true, false, withResponder(liveMigrator))

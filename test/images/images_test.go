@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ import (
 
 	"kube-guard/hack/imagebuild/spec"
 	"kube-guard/test/util/controlplane"
+	"kube-guard/test/util/pins"
 )
 
 // imagesDir returns _output/images, which `make images` writes.
@@ -47,6 +49,47 @@ func imagesDir(t testing.TB) string {
 		t.Fatalf("%v: run `make images` first (make test does)", err)
 	}
 	return dir
+}
+
+// lineImages is what `make images LINE=<line>` wrote for one release line.
+type lineImages struct {
+	line string
+	dir  string // _output/images, or an older line's _output/images-<line>
+	bin  string // _output/bin, or an older line's _output/bin/<line>
+	spec *spec.Spec
+}
+
+// everyLine returns the images of every release line (make test builds
+// them all), newest first, each with the release images of the line's
+// components only.
+func everyLine(t testing.TB) []lineImages {
+	t.Helper()
+	root := controlplane.RepoRoot(t)
+	lines, err := pins.Lines(root, "kubernetes")
+	require.NoError(t, err)
+	var out []lineImages
+	for i := len(lines) - 1; i >= 0; i-- {
+		li := lineImages{line: lines[i], dir: imagesDir(t), bin: controlplane.BinDir(t), spec: loadSpec(t)}
+		if i != len(lines)-1 {
+			li.dir = filepath.Join(root, "_output", "images-"+lines[i])
+			li.bin = filepath.Join(controlplane.BinDir(t), lines[i])
+			if _, err := os.Stat(filepath.Join(li.dir, "images.txt")); err != nil {
+				t.Fatalf("%v: run `make images LINE=%s` first (make test does)", err, lines[i])
+			}
+		}
+		var images []spec.Image
+		for _, img := range li.spec.Images {
+			has, err := pins.Lines(root, img.Component)
+			require.NoError(t, err)
+			if slices.Contains(has, lines[i]) {
+				images = append(images, img)
+			}
+		}
+		require.NotEmpty(t, images, "line %s has release images", lines[i])
+		li.spec.Images = images
+		out = append(out, li)
+	}
+	return out
 }
 
 // loadSpec reads build/images/images.yaml with the release images only: the
@@ -84,11 +127,17 @@ var forkVersionRE = regexp.MustCompile(`v[0-9]+\.[0-9]+\.[0-9]+-guard\.[0-9]+(-d
 // version: the image tags must carry it.
 func binaryVersion(t testing.TB, binary string) string {
 	t.Helper()
+	return binaryVersionIn(t, controlplane.BinDir(t), binary)
+}
+
+// binaryVersionIn is binaryVersion for the binaries in bin.
+func binaryVersionIn(t testing.TB, bin, binary string) string {
+	t.Helper()
 	args := []string{"--version"}
 	if binary == "descheduler" {
 		args = []string{"version"}
 	}
-	out, err := exec.Command(filepath.Join(controlplane.BinDir(t), binary), args...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(bin, binary), args...).CombinedOutput()
 	require.NoError(t, err, "%s %s: %s", binary, args[0], out)
 	if v := forkVersionRE.FindString(string(out)); v != "" {
 		return v
@@ -139,9 +188,14 @@ func layerFiles(t testing.TB, l v1.Layer) (map[string]*tar.Header, map[string]st
 // layer holds the binaries of _output/bin byte for byte (the apiserver with
 // cap_net_bind_service), the tag carries the binary's fork version, and the
 // config is upstream's (entrypoint /go-runner, user, labels).
+// Every release line's images are checked, each against its line's binaries.
 func TestImagesHoldTheBinaries(t *testing.T) {
-	dir := imagesDir(t)
-	s := loadSpec(t)
+	for _, li := range everyLine(t) {
+		t.Run(li.line, func(t *testing.T) { imagesHoldTheBinaries(t, li.dir, li.bin, li.spec) })
+	}
+}
+
+func imagesHoldTheBinaries(t *testing.T, dir, bin string, s *spec.Spec) {
 	listed := digests(t, filepath.Join(dir, "images.txt"))
 	require.Len(t, listed, len(s.Images), "images.txt lists one tag per image")
 
@@ -158,7 +212,7 @@ func TestImagesHoldTheBinaries(t *testing.T) {
 
 	for _, img := range s.Images {
 		t.Run(img.Name, func(t *testing.T) {
-			version := binaryVersion(t, img.Files[0].From)
+			version := binaryVersionIn(t, bin, img.Files[0].From)
 			tag := fmt.Sprintf("%s/%s:%s", s.Registry, img.RepositoryName(), version)
 			archTag := fmt.Sprintf("%s/%s-%s:%s", s.Registry, img.RepositoryName(), s.Architecture, version)
 			require.Contains(t, listed, tag, "images.txt")
@@ -186,7 +240,7 @@ func TestImagesHoldTheBinaries(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, listed[tag], d.String(), "digest in the server tarball")
 				for _, f := range img.Files {
-					require.Equal(t, fileSHA256(t, filepath.Join(controlplane.BinDir(t), f.From)),
+					require.Equal(t, fileSHA256(t, filepath.Join(bin, f.From)),
 						fmt.Sprintf("%x", sha256.Sum256(files["kubernetes/server/bin/"+f.From])), "server/bin/%s", f.From)
 				}
 			}
@@ -212,7 +266,7 @@ func TestImagesHoldTheBinaries(t *testing.T) {
 				hdr, ok := headers[f.To]
 				require.True(t, ok, "%s in the binaries layer", f.To)
 				require.Equal(t, int64(0o755), hdr.Mode&0o7777, "mode of %s", f.To)
-				require.Equal(t, fileSHA256(t, filepath.Join(controlplane.BinDir(t), f.From)), sums[f.To], "%s is _output/bin/%s", f.To, f.From)
+				require.Equal(t, fileSHA256(t, filepath.Join(bin, f.From)), sums[f.To], "%s is %s/%s", f.To, bin, f.From)
 				xattr, hasCaps := hdr.PAXRecords["SCHILY.xattr.security.capability"]
 				require.Equal(t, len(f.Capabilities) > 0, hasCaps, "capabilities of %s", f.To)
 				if hasCaps {
@@ -229,14 +283,14 @@ func TestImagesHoldTheBinaries(t *testing.T) {
 	}
 }
 
-var serverFiles map[string][]byte
+var serverFiles = map[string]map[string][]byte{}
 
 // serverTarball reads kubernetes-server-linux-amd64.tar.gz (once): path ->
 // content.
 func serverTarball(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
-	if serverFiles != nil {
-		return serverFiles
+	if files, ok := serverFiles[dir]; ok {
+		return files
 	}
 	f, err := os.Open(filepath.Join(dir, "kubernetes-server-linux-amd64.tar.gz"))
 	require.NoError(t, err)
@@ -257,7 +311,7 @@ func serverTarball(t testing.TB, dir string) map[string][]byte {
 			files[hdr.Name] = b
 		}
 	}
-	serverFiles = files
+	serverFiles[dir] = files
 	return files
 }
 

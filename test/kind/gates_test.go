@@ -3,10 +3,13 @@ package kind
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"kube-guard/test/util/pins"
 )
 
 // TestGatesRuntimeConfig: the local and kind clusters serve KEP-4563's API
@@ -64,4 +67,42 @@ func TestGatesDefault(t *testing.T) {
 	out, err = gates("yes")
 	require.Error(t, err, out)
 	require.Contains(t, out, "EVICTION_FAST_PATH=yes is neither 0 nor 1")
+}
+
+// TestGatesOfEachLine: on every release line (LINE=<line>), the clusters
+// turn on the gates its line.env names (CLUSTER_GATES), and
+// EVICTION_FAST_PATH=1 adds CLUSTER_GATES_FAST_PATH, or is refused, saying
+// so, on a line that has no fast path.
+func TestGatesOfEachLine(t *testing.T) {
+	h := newHarness(t)
+	lines, err := pins.Lines(h.root, "kubernetes")
+	require.NoError(t, err)
+	require.NotEmpty(t, lines)
+	gates := func(line, knob string) (string, error) {
+		cmd := exec.Command("bash", "-c", `source hack/lib/init.sh && source hack/lib/gates.sh && echo "${GATES_DEFAULT}"`)
+		cmd.Dir = h.root
+		cmd.Env = append(os.Environ(), "LINE="+line, "EVICTION_FAST_PATH="+knob)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	for _, line := range lines {
+		env := filepath.Join(h.root, "patches", "kubernetes", line, "line.env")
+		out, err := exec.Command("bash", "-c", `set -o nounset; source "$1"; printf '%s\n%s\n' "${CLUSTER_GATES}" "${CLUSTER_GATES_FAST_PATH}"`, "-", env).Output()
+		require.NoError(t, err, "line %s: %s sets CLUSTER_GATES and CLUSTER_GATES_FAST_PATH", line, env)
+		f := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		require.Len(t, f, 2)
+		require.Contains(t, f[0], "DisruptionPolicyInPriorityClass=true", "line %s: every line carries KEP-3280", line)
+
+		got, err := gates(line, "0")
+		require.NoError(t, err, got)
+		require.Equal(t, f[0], got, "line %s", line)
+		got, err = gates(line, "1")
+		if f[1] == "" {
+			require.Error(t, err, got)
+			require.Contains(t, got, "EVICTION_FAST_PATH=1: release line "+line+" carries no eviction fast path")
+		} else {
+			require.NoError(t, err, got)
+			require.Equal(t, f[0]+","+f[1], got, "line %s", line)
+		}
+	}
 }

@@ -17,8 +17,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"kube-guard/test/util/controlplane"
+	"kube-guard/test/util/pins"
 )
 
 // The stand-in for docker. STUB_LOG records every call; STUB_RUNTIME is the
@@ -40,6 +42,7 @@ case "$1 $2" in
   [[ "${STUB_NO_IMAGE:-0}" == 1 ]] && { echo "No such image" >&2; exit 1; }
   echo '[{}]'; exit 0 ;;
 "run --rm")
+  [[ "$*" != *image-tags* ]] || { printf '%b' "${STUB_IMAGE_TAGS:-}"; exit 0; }
   [[ -n "${STUB_NODE_VERSION:-}" ]] || { echo "cat: /kind/version: No such file or directory" >&2; exit 1; }
   echo "${STUB_NODE_VERSION}"; exit 0 ;;
 esac
@@ -122,12 +125,13 @@ func (h *harness) calls(t *testing.T) string {
 	return string(b)
 }
 
-// forkVersion is the version `make node-image` stamps on the node image.
-func (h *harness) forkVersion(t *testing.T) string {
+// forkVersion is the version `make node-image` stamps on the node image
+// (of the release line env's LINE=<line> names, default the newest).
+func (h *harness) forkVersion(t *testing.T, env ...string) string {
 	t.Helper()
 	cmd := exec.Command("bash", "-c", `source hack/lib/init.sh && source hack/lib/version.sh && version::of kubernetes`)
 	cmd.Dir = h.root
-	cmd.Env = append(os.Environ(), "OUTPUT_DIR="+h.out)
+	cmd.Env = append(append(os.Environ(), "OUTPUT_DIR="+h.out), env...)
 	out, err := cmd.Output()
 	require.NoError(t, err)
 	return strings.Fields(string(out))[0]
@@ -352,5 +356,46 @@ exit "$1"`, "teardown", strconv.Itoa(tc.tests))
 				require.NotContains(t, string(out), tc.silent)
 			}
 		})
+	}
+}
+
+// TestKindUpGivesKubeadmTheNodeImagesTags: on every release line, kind-up
+// runs that line's node image; where the image says it carries etcd or
+// CoreDNS under other tags than kubeadm names (/kind/kube-guard/image-tags,
+// an older line's image), the config gives kubeadm those tags, and
+// otherwise it patches no ClusterConfiguration.
+func TestKindUpGivesKubeadmTheNodeImagesTags(t *testing.T) {
+	h := newHarness(t)
+	lines, err := pins.Lines(h.root, "kubernetes")
+	require.NoError(t, err)
+	for _, line := range lines {
+		if _, err := os.Stat(filepath.Join(h.root, "_output", "src", "kubernetes-"+line, ".git")); err != nil && line != lines[len(lines)-1] {
+			t.Fatalf("line %s: its tree is not materialised (make build LINE=%s)", line, line)
+		}
+		version := h.forkVersion(t, "LINE="+line)
+		for tags, want := range map[string][]string{
+			"":                                    nil,
+			`etcd 9.8.7-0\ncoredns v0.0.1-stub\n`: {"- |\n  kind: ClusterConfiguration\n  etcd:\n    local:\n      imageTag: \"9.8.7-0\"", "dns:\n    imageTag: \"v0.0.1-stub\""},
+			`coredns v0.0.1-stub\n`:               {"- |\n  kind: ClusterConfiguration\n  dns:\n    imageTag: \"v0.0.1-stub\""},
+		} {
+			require.NoError(t, os.RemoveAll(h.log))
+			out, err := h.run(t, "kind-up.sh", "LINE="+line, "STUB_NODE_VERSION="+version, "STUB_IMAGE_TAGS="+tags)
+			require.Error(t, err, out) // the stand-in kind cannot create clusters
+			require.Contains(t, h.calls(t), "kind create cluster --name kube-guard --image kube-guard/node:"+version, "line %s", line)
+			config, err := os.ReadFile(filepath.Join(h.out, "kind", "config.yaml"))
+			require.NoError(t, err)
+			var parsed map[string]any
+			require.NoError(t, yaml.Unmarshal(config, &parsed), "line %s, tags %q: the config is YAML:\n%s", line, tags, config)
+			if want == nil {
+				require.NotContains(t, string(config), "imageTag", "line %s", line)
+				continue
+			}
+			for _, w := range want {
+				require.Contains(t, string(config), w, "line %s, tags %q", line, tags)
+			}
+			if !strings.Contains(tags, "etcd") {
+				require.NotContains(t, string(config), "etcd:", "line %s", line)
+			}
+		}
 	}
 }

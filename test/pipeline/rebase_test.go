@@ -440,6 +440,14 @@ func TestRebaseNewLine(t *testing.T) {
 	require.Contains(t, out, "has no topic 'nope'")
 	require.NoDirExists(t, series("1.4"))
 
+	// A line's other settings (kubernetes: the gates its clusters turn on)
+	// go to the new line with its pin.
+	f, err := os.OpenFile(filepath.Join(series(throwawayLine), "line.env"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("# the gates of its clusters\nCLUSTER_GATES=SomeGate=true\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
 	// An older line.
 	out, err = r.run(t, []string{"NEW_LINE=1.4"}, "rebase.sh", throwaway, "v1.4.0")
 	require.NoError(t, err, out)
@@ -452,6 +460,8 @@ func TestRebaseNewLine(t *testing.T) {
 	env, err := os.ReadFile(filepath.Join(series("1.4"), "line.env"))
 	require.NoError(t, err)
 	require.Contains(t, string(env), "UPSTREAM_VERSION=v1.4.0")
+	require.Equal(t, 1, strings.Count(string(env), "UPSTREAM_VERSION="), string(env))
+	require.Contains(t, string(env), "# the gates of its clusters\nCLUSTER_GATES=SomeGate=true\n")
 	require.FileExists(t, filepath.Join(series("1.4"), "fix", "TOPIC.md"))
 	require.Equal(t, throwawayFrom, r.pin(t), "the line it came from keeps its pin")
 	require.Equal(t, before, r.patchNames(t))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -170,6 +171,17 @@ func (s *Spec) InSet(set string) []Image {
 	var out []Image
 	for _, img := range s.Images {
 		if img.Set == set {
+			out = append(out, img)
+		}
+	}
+	return out
+}
+
+// OfComponents returns the images of s whose component is one of names.
+func (s *Spec) OfComponents(names []string) []Image {
+	var out []Image
+	for _, img := range s.Images {
+		if slices.Contains(names, img.Component) {
 			out = append(out, img)
 		}
 	}

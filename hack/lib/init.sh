@@ -308,18 +308,18 @@ component::is_generated() {
 # component::setting NAME VAR: the value of VAR in build/NAME/component.env
 # and the line.env of NAME's selected line (empty when they set none), read in
 # a subshell where VAR starts unset, so neither the environment nor a
-# component loaded before leaks into it.
+# component loaded before leaks into it. A component without the selected
+# line has no settings on it (what component.env derives from the pin would
+# be derived from nothing): that fails, naming the lines it has.
 component::setting() {
   local env="${REPO_ROOT}/build/$1/component.env" line_env
   [[ -f "${env}" ]] || fatal "unknown component '$1': ${env} does not exist"
-  line_env="${REPO_ROOT}/patches/$1/$(line::selected)/line.env"
+  line_env="$(component::line_env "$1")" || exit 1
   (
     unset "$2"
     UPSTREAM_VERSION=""
-    if [[ -f "${line_env}" ]]; then
-      # shellcheck disable=SC1090
-      source "${line_env}"
-    fi
+    # shellcheck disable=SC1090
+    source "${line_env}"
     # shellcheck disable=SC1090
     source "${env}"
     printf '%s\n' "${!2:-}"
@@ -547,7 +547,7 @@ component::record_sync() {
 component::check_no_local_work() {
   component::is_materialised || return 0
   if [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
-    fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches', or discard them (FORCE=1 overrides)"
+    fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches COMPONENT=${COMPONENT_NAME}$(line::hint)', or discard them (FORCE=1 overrides)"
   fi
   component::has_unexported_commits || return 0
   fatal "${COMPONENT_TREE} has commits that are not exported to $(component::rel_patches): run 'make export-patches COMPONENT=${COMPONENT_NAME}$(line::hint)' (or FORCE=1 to discard them)"
@@ -590,7 +590,7 @@ component::pristine_tree() { printf '%s/pristine/%s' "${OUTPUT_DIR}" "${COMPONEN
 component::extract_pristine() {
   local dir base
   dir="$(component::pristine_tree)"
-  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make materialize COMPONENT=${COMPONENT_NAME}'"
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make materialize COMPONENT=${COMPONENT_NAME}$(line::hint)'"
   base="$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")"
   if [[ "$(cat "${dir}/.pristine-base" 2>/dev/null || true)" != "${base}" ]]; then
     log "extracting ${COMPONENT_BASE_TAG} (${base:0:12}) to ${dir}"

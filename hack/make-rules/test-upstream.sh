@@ -30,7 +30,7 @@ list_file() {
 test_component() {
   component::load "$1"
   shift
-  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply' first"
+  component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${COMPONENT_NAME}$(line::hint)' first"
   local dirs unit=() integration=() d skip status=0
   mapfile -t dirs < <(touched_go_dirs "${COMPONENT_TREE}" "${COMPONENT_BASE_TAG}")
   if [[ ${#dirs[@]} -eq 0 ]]; then

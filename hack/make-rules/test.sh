@@ -14,6 +14,9 @@
 #   3. the end-to-end suite on a local cluster (hack/make-rules/e2e.sh;
 #      SKIP_E2E=1 skips it), on every release line (an older line's cluster
 #      runs what the line carries: LINE=<line>).
+# Each phase's wall time is logged when it ends and summed up at the end
+# (also in _output/test-phases.txt), so that a slow run says where its time
+# went.
 # It refuses to start with less than MIN_FREE_GIB (default 15) GiB free where
 # the tree and the Go caches are: a cold run writes about that much.
 set -o errexit -o nounset -o pipefail
@@ -21,6 +24,28 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
 
+# phase NAME: ends the phase running (logging its wall time) and starts NAME;
+# phase "" ends the last one.
+phases=()
+phase_name=""
+phase_start="${SECONDS}"
+phase() {
+  if [[ -n "${phase_name}" ]]; then
+    phases+=("$((SECONDS - phase_start)) s  ${phase_name}")
+    log "${phase_name}: $((SECONDS - phase_start)) s"
+  fi
+  phase_name="$1"
+  phase_start="${SECONDS}"
+  [[ -z "${phase_name}" ]] || log "${phase_name}"
+}
+summary() {
+  phase ""
+  mkdir -p "${OUTPUT_DIR}"
+  printf '%s\n' "${phases[@]}" "${SECONDS} s  make test" | tee "${OUTPUT_DIR}/test-phases.txt" >&2
+}
+trap summary EXIT
+
+phase "build: every component of the newest line, the tools, pristine upstream"
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
 # The older release lines: their binaries and images (`make images
 # LINE=<line>`), and their pristine kube-apiserver, for the upgrade test
@@ -28,36 +53,38 @@ require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(g
 # (test/integration/upgrade_lines_test.go, downgrade_test.go).
 for line in $(line::all); do
   [[ "${line}" != "$(line::default)" ]] || continue
+  phase "release line ${line}: build, pristine kube-apiserver and kube-scheduler, images"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build-pristine.sh"
   LINE="${line}" SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
 done
 # test/images checks the images of these binaries.
+phase "images"
 SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
 
 export PATH="${OUTPUT_BIN}:${PATH}"
 status=0
-log "make verify"
+phase "make verify"
 "${REPO_ROOT}/hack/make-rules/verify/all.sh" || status=1
-log "this repository's tests"
+phase "this repository's tests"
 (cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
-log "upstream tests of the packages the patch series touch"
+phase "upstream tests of the packages the patch series touch"
 "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
 for line in $(line::all); do
   [[ "${line}" != "$(line::default)" ]] || continue
-  log "release line ${line}: upstream tests of the packages its series touch"
+  phase "release line ${line}: upstream tests of the packages its series touch"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
 done
-log "the topics that must stand on the pristine release with its own modules"
+phase "the topics that must stand on the pristine release with its own modules"
 "${REPO_ROOT}/hack/make-rules/test-release-modules.sh" || status=1
 if [[ "${SKIP_E2E:-0}" == "1" ]]; then
   log "SKIP_E2E=1: end-to-end tests skipped"
 else
-  log "end-to-end tests on a local cluster"
+  phase "end-to-end tests on a local cluster"
   "${REPO_ROOT}/hack/make-rules/e2e.sh" || status=1
   for line in $(line::all); do
     [[ "${line}" != "$(line::default)" ]] || continue
-    log "release line ${line}: end-to-end tests on a local cluster"
+    phase "release line ${line}: end-to-end tests on a local cluster"
     LINE="${line}" "${REPO_ROOT}/hack/make-rules/e2e.sh" || status=1
   done
 fi

@@ -28,7 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 [[ $# -eq 2 && -n "$2" ]] || fatal "usage: make upstream-pr TOPIC=<topic> [COMPONENT=<c>] (topics: patches/<c>/<line>/topics)"
 component::load "$1"
 topic="$2"
-component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${COMPONENT_NAME}' first"
+component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make apply COMPONENT=${COMPONENT_NAME}$(line::hint)' first"
 md="${COMPONENT_PATCHES}/${topic}/TOPIC.md"
 [[ -f "${md}" ]] || fatal "$(component::rel_patches)/${topic}/TOPIC.md is missing (topics: $(component::topics | paste -sd' ' -))"
 mapfile -t closure < <(component::topic_closure "${topic}")

@@ -110,12 +110,18 @@ line::require_default() {
 # line::images: where `make images` puts the selected line's images:
 # _output/images for the default line, _output/images-<line> for another.
 line::images() {
+  line::path "${OUTPUT_DIR}/images" -
+}
+
+# line::path BASE SEP: BASE for the default line, BASE<SEP><line> for the
+# selected line when it is another.
+line::path() {
   local l
   l="$(line::selected)"
   if [[ "${l}" == "$(line::default)" ]]; then
-    printf '%s\n' "${OUTPUT_DIR}/images"
+    printf '%s\n' "$1"
   else
-    printf '%s\n' "${OUTPUT_DIR}/images-${l}"
+    printf '%s%s%s\n' "$1" "$2" "${l}"
   fi
 }
 
@@ -141,13 +147,7 @@ line::components() {
 # default line, _output/bin/<line> for another (tools such as etcd and kind
 # stay in _output/bin, shared by every line).
 line::bin() {
-  local l
-  l="$(line::selected)"
-  if [[ "${l}" == "$(line::default)" ]]; then
-    printf '%s\n' "${OUTPUT_BIN}"
-  else
-    printf '%s/%s\n' "${OUTPUT_BIN}" "${l}"
-  fi
+  line::path "${OUTPUT_BIN}" /
 }
 
 # component::has_line NAME [LINE]: component NAME carries LINE (default: the

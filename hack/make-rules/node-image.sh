@@ -36,13 +36,9 @@ NODE_DIR="${OUTPUT_DIR}/node"
 NODE_BIN="${OUTPUT_BIN}/node"
 KUBE_BIN="$(line::bin)"
 line="$(line::selected)"
+NODE_OUT="$(line::path "${NODE_DIR}" /)"
 newest=0
-if [[ "${line}" == "$(line::default)" ]]; then
-  NODE_OUT="${NODE_DIR}"
-  newest=1
-else
-  NODE_OUT="${NODE_DIR}/${line}"
-fi
+[[ "${line}" != "$(line::default)" ]] || newest=1
 mkdir -p "${NODE_DIR}" "${NODE_BIN}" "${NODE_OUT}"
 
 # The version and date of the image: the patched tree's (applied first).

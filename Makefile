@@ -27,6 +27,10 @@ verify: ## Every check in hack/make-rules/verify/ (series, export, gofmt, shellc
 update: ## Rewrite every derived file from its source (hack/make-rules/update/: go.mod and staging-overrides/, overlays, README's pins)
 	hack/make-rules/update/all.sh
 
+.PHONY: update-codegen-verified
+update-codegen-verified: ## Run the generators of each older release line (LINE=<line>: that one) and record the inputs they left unchanged in patches/<c>/<line>/codegen.verified, which make test then trusts instead of regenerating
+	hack/make-rules/update/codegen-verified.sh
+
 .PHONY: bench
 bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gate off/on at the same time (BENCH_ROUNDS=5, BENCH_TOGETHER=1); writes benchmarks/
 	hack/make-rules/bench.sh

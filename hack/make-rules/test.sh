@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# `make test`: builds everything and the images (`make images`) of every
-# release line, then runs
-#   0. `make verify` (hack/make-rules/verify/all.sh; SKIP_VERIFY="codegen ..." skips checks),
+# `make test`: builds everything and the images (`make images`) of the newest
+# release line, and what the tests of each older line run (its control plane
+# and kubectl, and its pristine kube-apiserver and kube-scheduler; `make
+# images LINE=<line>` and `make node-image LINE=<line>` build the rest, and
+# docs/kind.md records them), then runs
+#   0. `make verify` (hack/make-rules/verify/all.sh; SKIP_VERIFY="codegen ..."
+#      skips checks); an older line whose generators already ran clean on
+#      exactly its current inputs (patches/<c>/<line>/codegen.verified, `make
+#      update-codegen-verified`) is not regenerated again,
 #   1. this repository's own Go tests (pipeline scripts, version stamps,
 #      integration tests against the built etcd and control plane, the
 #      upgrade across release lines and the downgrade to pristine upstream on
@@ -21,6 +27,7 @@
 # the tree and the Go caches are: a cold run writes about that much.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+source "${REPO_ROOT}/hack/lib/local.sh"
 
 require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
 
@@ -47,16 +54,17 @@ trap summary EXIT
 
 phase "build: every component of the newest line, the tools, pristine upstream"
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
-# The older release lines: their binaries and images (`make images
-# LINE=<line>`), and their pristine kube-apiserver, for the upgrade test
-# across lines and the downgrade test of each line
-# (test/integration/upgrade_lines_test.go, downgrade_test.go).
+# The older release lines: what their tests run, the binaries of a local
+# cluster (their e2e), and their pristine kube-apiserver and kube-scheduler,
+# for the upgrade test across lines and the downgrade test of each line
+# (test/integration/upgrade_lines_test.go, downgrade_test.go). Their node-side
+# binaries and images are left to `make images LINE=<line>` (test/images
+# checks the images of every line that has them).
 for line in $(line::all); do
   [[ "${line}" != "$(line::default)" ]] || continue
-  phase "release line ${line}: build, pristine kube-apiserver and kube-scheduler, images"
-  LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh"
+  phase "release line ${line}: build of its local cluster's binaries, pristine kube-apiserver and kube-scheduler"
+  LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh" "${LOCAL_KUBE_BINARIES[@]}"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build-pristine.sh"
-  LINE="${line}" SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
 done
 # test/images checks the images of these binaries.
 phase "images"
@@ -65,7 +73,7 @@ SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
 export PATH="${OUTPUT_BIN}:${PATH}"
 status=0
 phase "make verify"
-"${REPO_ROOT}/hack/make-rules/verify/all.sh" || status=1
+CODEGEN_TRUST_OLDER_LINES=1 "${REPO_ROOT}/hack/make-rules/verify/all.sh" || status=1
 phase "this repository's tests"
 (cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
 phase "upstream tests of the packages the patch series touch"

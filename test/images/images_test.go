@@ -15,8 +15,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,9 +61,10 @@ type lineImages struct {
 	spec *spec.Spec
 }
 
-// everyLine returns the images of every release line (make test builds
-// them all), newest first, each with the release images of the line's
-// components only.
+// everyLine returns the images of every release line that has them, newest
+// first, each with the release images of the line's components only. The
+// newest line's must be there (make test builds them); an older line's are
+// there once `make images LINE=<line>` built them.
 func everyLine(t testing.TB) []lineImages {
 	t.Helper()
 	root := controlplane.RepoRoot(t)
@@ -73,8 +76,12 @@ func everyLine(t testing.TB) []lineImages {
 		if i != len(lines)-1 {
 			li.dir = filepath.Join(root, "_output", "images-"+lines[i])
 			li.bin = filepath.Join(controlplane.BinDir(t), lines[i])
-			if _, err := os.Stat(filepath.Join(li.dir, "images.txt")); err != nil {
-				t.Fatalf("%v: run `make images LINE=%s` first (make test does)", err, lines[i])
+			if _, err := os.Stat(filepath.Join(li.dir, "images.txt")); errors.Is(err, fs.ErrNotExist) {
+				// make test builds the newest line's images only.
+				t.Logf("release line %s: no images (`make images LINE=%s` builds them); not checked", lines[i], lines[i])
+				continue
+			} else if err != nil {
+				t.Fatal(err)
 			}
 		}
 		var images []spec.Image

@@ -519,3 +519,78 @@ func TestRebaseNewLineConflictResumesAndAborts(t *testing.T) {
 	require.Equal(t, oldHead, r.git(t, "rev-parse", "HEAD"), "the moved tree is back at _output/src/uuid")
 	require.NoDirExists(t, filepath.Join(r.dir, "_output", "src", throwaway+"-"+throwawayLine))
 }
+
+// TestCodegenOfAnOlderLineTrustsOnlyItsRecordedInputs: make test does not
+// regenerate an older line whose generators already ran clean on exactly its
+// current inputs (patches/<c>/<line>/codegen.verified), and regenerates it as
+// soon as anything in its tree changes; the newest line, and `make verify`,
+// always regenerate.
+func TestCodegenOfAnOlderLineTrustsOnlyItsRecordedInputs(t *testing.T) {
+	r := newRebaseRepo(t)
+	r.handWrittenAndGenerated(t)
+	r.export(t)
+	out, err := r.run(t, []string{"NEW_LINE=1.4"}, "rebase.sh", throwaway, "v1.4.0")
+	require.NoError(t, err, out)
+	older := filepath.Join(r.dir, "_output", "src", throwaway+"-1.4")
+	stamp := filepath.Join(r.dir, "patches", throwaway, "1.4", "codegen.verified")
+	trust := []string{"LINE=1.4", "CODEGEN_TRUST_OLDER_LINES=1"}
+
+	// Nothing recorded yet: the generators run.
+	out, err = r.run(t, trust, "verify-codegen.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "are not the ones recorded")
+	require.Contains(t, out, "no diff after regenerating")
+	require.Contains(t, out, "'make update-codegen-verified LINE=1.4' records them")
+
+	// The update runs them on every older line (not the newest) and records
+	// the key of what it checked.
+	out, err = r.run(t, nil, "update/codegen-verified.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "no diff after regenerating")
+	require.Contains(t, out, "update codegen-verified: uuid line 1.4: recorded ")
+	require.NoFileExists(t, filepath.Join(r.dir, "patches", throwaway, throwawayLine, "codegen.verified"))
+	b, err := os.ReadFile(stamp)
+	require.NoError(t, err)
+	key, err := r.run(t, []string{"LINE=1.4"}, "verify-codegen.sh", "--key", throwaway)
+	require.NoError(t, err, key)
+	require.Regexp(t, "^[0-9a-f]{64}\n$", key)
+	require.Contains(t, string(b), "\n"+key)
+
+	// Recorded: make test trusts it; make verify does not.
+	out, err = r.run(t, trust, "verify-codegen.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ran clean on exactly these inputs")
+	require.NotContains(t, out, "no diff after regenerating")
+	out, err = r.run(t, []string{"LINE=1.4"}, "verify-codegen.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "no diff after regenerating")
+	out, err = r.run(t, append(trust, "SKIP_VERIFY=shellcheck versions docs"), "verify/all.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "export: ok", "the stamp is not a patch")
+	require.Contains(t, out, "ran clean on exactly these inputs")
+
+	// The newest line is regenerated even with a key recorded.
+	newest := filepath.Join(r.dir, "patches", throwaway, throwawayLine, "codegen.verified")
+	require.NoError(t, os.WriteFile(newest, []byte(r.mustRun(t, "verify-codegen.sh", "--key", throwaway)), 0o644))
+	out, err = r.run(t, []string{"CODEGEN_TRUST_OLDER_LINES=1"}, "verify-codegen.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "no diff after regenerating")
+
+	// A stale generated file committed on the older line changes its tree,
+	// and so its key: make test regenerates it and fails.
+	require.NoError(t, os.WriteFile(filepath.Join(older, "zz_generated.exports.txt"), []byte("Stale\n"), 0o644))
+	gitIn(t, older, "commit", "--quiet", "-am", "uuid: a stale generated file\n\nRebase-Policy: carry\nRegenerate: exports\nTopic: fix")
+	out, err = r.run(t, []string{"LINE=1.4"}, "export.sh", throwaway)
+	require.NoError(t, err, out)
+	out, err = r.run(t, trust, "verify-codegen.sh", throwaway)
+	require.Error(t, err, out)
+	require.Contains(t, out, "are not the ones recorded")
+	require.Contains(t, out, "regenerating changed 1 path(s)")
+	// and the update records nothing for it.
+	out, err = r.run(t, []string{"LINE=1.4"}, "update/codegen-verified.sh", throwaway)
+	require.Error(t, err, out)
+	require.Contains(t, out, "nothing recorded")
+	b2, err := os.ReadFile(stamp)
+	require.NoError(t, err)
+	require.Equal(t, string(b), string(b2))
+}

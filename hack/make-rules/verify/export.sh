@@ -16,7 +16,7 @@ for c in "${components[@]}"; do
   component::export_series "${tmp}"
   have="${COMPONENT_PATCHES}"
   [[ -d "${have}" ]] || have="$(mktemp -d)" # no series yet: an empty one
-  if ! diff -r --exclude=.gitkeep --exclude=TOPIC.md --exclude=topics --exclude=line.env --exclude=overlay "${have}" "${tmp}" >&2; then
+  if ! diff -r --exclude=.gitkeep --exclude=TOPIC.md --exclude=topics --exclude=line.env --exclude=codegen.verified --exclude=overlay "${have}" "${tmp}" >&2; then
     echo "$(component::rel_patches) differs from an export of ${COMPONENT_TREE} (see the diff above)" >&2
     rc=1
   fi

@@ -28,7 +28,7 @@ update: ## Rewrite every derived file from its source (hack/make-rules/update/: 
 	hack/make-rules/update/all.sh
 
 .PHONY: update-codegen-verified
-update-codegen-verified: ## Run the generators of each older release line (LINE=<line>: that one) and record the inputs they left unchanged in patches/<c>/<line>/codegen.verified, which make test then trusts instead of regenerating
+update-codegen-verified: ## Run the generators of each release line (LINE=<line>: that one) and record the inputs they left unchanged in patches/<c>/<line>/codegen.verified, which make test then trusts instead of regenerating
 	hack/make-rules/update/codegen-verified.sh
 
 .PHONY: bench

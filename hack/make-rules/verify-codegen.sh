@@ -16,13 +16,12 @@
 # hack/make-rules/update/codegen-verified.sh runs this script and then writes
 # the key of what it checked (codegen::key below: the tree's sources, the
 # component's codegen hook, these scripts, the Go version) into
-# patches/<component>/<line>/codegen.verified. With
-# CODEGEN_TRUST_OLDER_LINES=1 (make test sets it), a release line other than
-# the newest whose key is the one recorded is not regenerated again: the
-# generators already ran clean on exactly these inputs. Any change to that
-# line's series, its pin or the hook changes the key, and then the
-# generators run as always. The newest line is always regenerated, and so is
-# every line under `make verify`.
+# patches/<component>/<line>/codegen.verified. With CODEGEN_TRUST_RECORDED=1
+# (make test sets it), a line whose key is the one recorded is not
+# regenerated again: the generators already ran clean on exactly these
+# inputs. Any change to the line's series, its pin, the hook or these scripts
+# changes the key, and then the generators run as always; so does every line
+# under `make verify`.
 #
 # Usage: verify-codegen.sh COMPONENT [STEP...]   (default: all)
 #        verify-codegen.sh --key COMPONENT     (prints the key of the tree as it is)
@@ -31,11 +30,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 
 # codegen::key: what the generators' output depends on, as one sha256: the
 # tree at HEAD (its git tree id: upstream's sources, the overlay and the
-# series; not the commit messages), the component's codegen hook, this script,
+# series; not the commit messages), the tree of the component whose staging
+# modules it builds against (STAGING_FROM: the generators may come from
+# there), the component's codegen hook, this script,
 # hack/make-rules/codegen.sh and the Go toolchain.
 codegen::key() {
+  local from
+  from="$(component::setting "${COMPONENT_NAME}" STAGING_FROM)"
   {
     echo "tree $(component::git rev-parse 'HEAD^{tree}')"
+    [[ -z "${from}" ]] || echo "staging from ${from}: $(component::load "${from}" && component::git rev-parse 'HEAD^{tree}')"
     echo "go $(go env GOVERSION)"
     (cd "${REPO_ROOT}" && sha256sum "build/${COMPONENT_NAME}/codegen.sh" hack/make-rules/codegen.sh hack/make-rules/verify-codegen.sh)
   } | sha256sum | cut -d' ' -f1
@@ -66,7 +70,10 @@ fi
 stamp="${COMPONENT_PATCHES}/codegen.verified"
 recorded="$(grep -v '^#' "${stamp}" 2>/dev/null | head -n 1 || true)"
 shown="${recorded:0:12}"
-if [[ $# -eq 0 && "${CODEGEN_TRUST_OLDER_LINES:-0}" == 1 && "${COMPONENT_LINE}" != "$(line::default)" ]]; then
+# Trust a record only for a run of every step, and only when asked to.
+trusting=0
+[[ $# -gt 0 || "${CODEGEN_TRUST_RECORDED:-0}" != 1 ]] || trusting=1
+if [[ "${trusting}" == 1 ]]; then
   if [[ "${recorded}" == "${key}" ]]; then
     log "verify-codegen: ${COMPONENT_NAME} line ${COMPONENT_LINE} at ${head}: its generators ran clean on exactly these inputs ($(component::rel_patches)/codegen.verified: ${key:0:12}); not regenerated (make verify does)"
     exit 0
@@ -87,6 +94,6 @@ if [[ -n "${changed}" ]]; then
   fatal "regenerating changed $(wc -l <<<"${changed}") path(s) in ${COMPONENT_TREE} (HEAD ${head}): commit them into the patch that changed the sources (KEEP_CODEGEN_DIFF=1 keeps them in the tree)"
 fi
 log "verify-codegen: ${COMPONENT_NAME} at ${head}: no diff after regenerating (${*:-all}; $(($(date +%s) - start))s)"
-if [[ $# -eq 0 && "${CODEGEN_TRUST_OLDER_LINES:-0}" == 1 && "${recorded}" != "${key}" && "${COMPONENT_LINE}" != "$(line::default)" ]]; then
+if [[ "${trusting}" == 1 ]]; then
   log "verify-codegen: $(component::rel_patches)/codegen.verified does not record these inputs: 'make update-codegen-verified LINE=${COMPONENT_LINE}' records them, so that make test need not regenerate this line again"
 fi

@@ -520,12 +520,12 @@ func TestRebaseNewLineConflictResumesAndAborts(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(r.dir, "_output", "src", throwaway+"-"+throwawayLine))
 }
 
-// TestCodegenOfAnOlderLineTrustsOnlyItsRecordedInputs: make test does not
-// regenerate an older line whose generators already ran clean on exactly its
-// current inputs (patches/<c>/<line>/codegen.verified), and regenerates it as
-// soon as anything in its tree changes; the newest line, and `make verify`,
-// always regenerate.
-func TestCodegenOfAnOlderLineTrustsOnlyItsRecordedInputs(t *testing.T) {
+// TestCodegenTrustsOnlyItsRecordedInputs: make test does not regenerate a
+// release line whose generators already ran clean on exactly its current
+// inputs (patches/<c>/<line>/codegen.verified), on any line, and regenerates
+// it as soon as anything in its tree changes; `make verify`, and a run of
+// some steps only, always regenerate.
+func TestCodegenTrustsOnlyItsRecordedInputs(t *testing.T) {
 	r := newRebaseRepo(t)
 	r.handWrittenAndGenerated(t)
 	r.export(t)
@@ -533,7 +533,8 @@ func TestCodegenOfAnOlderLineTrustsOnlyItsRecordedInputs(t *testing.T) {
 	require.NoError(t, err, out)
 	older := filepath.Join(r.dir, "_output", "src", throwaway+"-1.4")
 	stamp := filepath.Join(r.dir, "patches", throwaway, "1.4", "codegen.verified")
-	trust := []string{"LINE=1.4", "CODEGEN_TRUST_OLDER_LINES=1"}
+	newestStamp := filepath.Join(r.dir, "patches", throwaway, throwawayLine, "codegen.verified")
+	trust := []string{"LINE=1.4", "CODEGEN_TRUST_RECORDED=1"}
 
 	// Nothing recorded yet: the generators run.
 	out, err = r.run(t, trust, "verify-codegen.sh", throwaway)
@@ -542,39 +543,44 @@ func TestCodegenOfAnOlderLineTrustsOnlyItsRecordedInputs(t *testing.T) {
 	require.Contains(t, out, "no diff after regenerating")
 	require.Contains(t, out, "'make update-codegen-verified LINE=1.4' records them")
 
-	// The update runs them on every older line (not the newest) and records
-	// the key of what it checked.
+	// The update runs them on every line and records the key of what it
+	// checked.
 	out, err = r.run(t, nil, "update/codegen-verified.sh", throwaway)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "no diff after regenerating")
 	require.Contains(t, out, "update codegen-verified: uuid line 1.4: recorded ")
-	require.NoFileExists(t, filepath.Join(r.dir, "patches", throwaway, throwawayLine, "codegen.verified"))
+	require.Contains(t, out, "update codegen-verified: uuid line "+throwawayLine+": recorded ")
 	b, err := os.ReadFile(stamp)
 	require.NoError(t, err)
 	key, err := r.run(t, []string{"LINE=1.4"}, "verify-codegen.sh", "--key", throwaway)
 	require.NoError(t, err, key)
 	require.Regexp(t, "^[0-9a-f]{64}\n$", key)
 	require.Contains(t, string(b), "\n"+key)
+	nb, err := os.ReadFile(newestStamp)
+	require.NoError(t, err)
+	require.Contains(t, string(nb), "\n"+r.mustRun(t, "verify-codegen.sh", "--key", throwaway))
+	require.NotEqual(t, string(b), string(nb), "each line has its own key")
 
-	// Recorded: make test trusts it; make verify does not.
+	// Recorded: make test trusts it, on the older line and on the newest;
+	// make verify does not, nor does a run of one step.
 	out, err = r.run(t, trust, "verify-codegen.sh", throwaway)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "ran clean on exactly these inputs")
+	require.NotContains(t, out, "no diff after regenerating")
+	out, err = r.run(t, []string{"CODEGEN_TRUST_RECORDED=1"}, "verify-codegen.sh", throwaway)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "ran clean on exactly these inputs")
 	require.NotContains(t, out, "no diff after regenerating")
 	out, err = r.run(t, []string{"LINE=1.4"}, "verify-codegen.sh", throwaway)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "no diff after regenerating")
+	out, err = r.run(t, trust, "verify-codegen.sh", throwaway, "exports")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "no diff after regenerating")
 	out, err = r.run(t, append(trust, "SKIP_VERIFY=shellcheck versions docs"), "verify/all.sh", throwaway)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "export: ok", "the stamp is not a patch")
 	require.Contains(t, out, "ran clean on exactly these inputs")
-
-	// The newest line is regenerated even with a key recorded.
-	newest := filepath.Join(r.dir, "patches", throwaway, throwawayLine, "codegen.verified")
-	require.NoError(t, os.WriteFile(newest, []byte(r.mustRun(t, "verify-codegen.sh", "--key", throwaway)), 0o644))
-	out, err = r.run(t, []string{"CODEGEN_TRUST_OLDER_LINES=1"}, "verify-codegen.sh", throwaway)
-	require.NoError(t, err, out)
-	require.Contains(t, out, "no diff after regenerating")
 
 	// A stale generated file committed on the older line changes its tree,
 	// and so its key: make test regenerates it and fails.

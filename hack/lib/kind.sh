@@ -14,6 +14,11 @@
 #   KIND_WAIT            how long to wait for Ready nodes (default 300s)
 #   KIND_API_SERVER_PORT the port of the kube-apiserver on the host's 127.0.0.1
 #                        (default 0: kind picks a free one)
+#   KIND_STOP_TIMEOUT    seconds to stop a node's kubelet and containerd, or
+#                        to remove a node again once thawed (default 60)
+#   KIND_CGROUP_ROOT     the host's cgroup filesystem, where the teardown
+#                        thaws what the cgroup freezer holds of a node
+#                        (default /sys/fs/cgroup)
 
 # shellcheck disable=SC2034
 source "${REPO_ROOT}/hack/lib/gates.sh"
@@ -58,9 +63,10 @@ kind::stop_nodes() {
 }
 
 # kind::stuck_processes NAME: the processes of container NAME, as the host
-# sees them, that are in uninterruptible sleep (state D): "PID COMMAND", one
-# a line. A container with such a process cannot be killed until the kernel
-# lets the process go.
+# sees them, that are in uninterruptible sleep (state D): "PID WCHAN
+# COMMAND", one a line (WCHAN: where the kernel holds it; __refrigerator is
+# the cgroup freezer). A container with such a process cannot be killed
+# until the kernel lets the process go.
 kind::stuck_processes() {
   local id pid
   id="$(docker inspect --format '{{.Id}}' "$1" 2>/dev/null)" || return 0
@@ -69,22 +75,82 @@ kind::stuck_processes() {
     pid="${pid#/proc/}"
     grep -qs "${id}" "/proc/${pid}/cgroup" || continue
     [[ "$(awk '{ print $3 }' "/proc/${pid}/stat" 2>/dev/null)" == "D" ]] || continue
-    echo "${pid} $(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | cut -c1-80)"
+    echo "${pid} $(cat "/proc/${pid}/wchan" 2>/dev/null || echo -) $(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | cut -c1-80)"
   done
 }
 
+# kind::frozen_cgroups NAME: the cgroups of container NAME, its own and those
+# its node made for pods and containers inside it, that the cgroup freezer
+# holds: one freezer.state (cgroup v1: FROZEN or FREEZING) or cgroup.freeze
+# (cgroup v2: 1) file a line, parents first, as the host's cgroup filesystem
+# (KIND_CGROUP_ROOT, default /sys/fs/cgroup) has them. A task in a frozen
+# cgroup sleeps uninterruptibly (in __refrigerator) and not even SIGKILL
+# ends it until the cgroup is thawed: a node's runc freezes a container's
+# cgroup while it updates or kills it, and when that runc or its containerd
+# is stopped or killed in between, the cgroup stays frozen and docker can
+# never stop the node (opencontainers/runc#2105).
+kind::frozen_cgroups() {
+  local id root="${KIND_CGROUP_ROOT:-/sys/fs/cgroup}" dir f
+  id="$(docker inspect --format '{{.Id}}' "$1" 2>/dev/null)" || return 0
+  [[ -n "${id}" ]] || return 0
+  [[ ! -d "${root}/freezer" ]] || root="${root}/freezer"
+  while read -r dir; do
+    while read -r f; do
+      case "${f##*/}" in
+        freezer.state) if grep -qsxE 'FROZEN|FREEZING' "${f}"; then echo "${f}"; fi ;;
+        cgroup.freeze) if grep -qsx 1 "${f}"; then echo "${f}"; fi ;;
+      esac
+    done < <(find "${dir}" \( -name freezer.state -o -name cgroup.freeze \) 2>/dev/null | awk -F/ '{ print NF, $0 }' | sort -n -s | cut -d' ' -f2-)
+  done < <(find "${root}" -maxdepth 3 -type d -name "*${id}*" 2>/dev/null)
+}
+
+# kind::thaw NAME: thaws every frozen cgroup of container NAME
+# (kind::frozen_cgroups), each said; returns 1 when there was none.
+kind::thaw() {
+  local f value thawed=1
+  while read -r f; do
+    [[ -n "${f}" ]] || continue
+    thawed=0
+    value=0
+    [[ "${f##*/}" != freezer.state ]] || value=THAWED
+    if ! echo "${value}" 2>/dev/null >"${f}"; then
+      log "  ${1}: the cgroup freezer holds ${f%/*} and this user cannot thaw it: as root, echo ${value} > ${f}"
+      continue
+    fi
+    log "  ${1}: thawed ${f%/*} (the cgroup freezer held it)"
+  done < <(kind::frozen_cgroups "$1")
+  return "${thawed}"
+}
+
 # kind::delete: deletes the cluster: stops the nodes' kubelets and
-# containerds, then kind deletes the nodes. When docker cannot remove a node
-# container, it says which, in what state, which of its processes hold it,
-# and what to run, and returns 1.
+# containerds and thaws what the cgroup freezer holds in them, then kind
+# deletes the nodes. A node container that docker could not remove is thawed
+# again and removed once more (docker rm -f) when something in it was
+# frozen. When docker still cannot remove it, it says which, in what state,
+# which of its processes hold it and where, and what to run, and returns 1.
 kind::delete() {
+  local out name state deleted=0
   kind::stop_nodes
-  local out
-  if out="$(kind::kind delete cluster --name "${KIND_NAME}" --kubeconfig "${KIND_KUBECONFIG}" 2>&1)" && [[ -z "$(kind::node_containers)" ]]; then
+  while read -r name state; do
+    [[ -z "${name}" ]] || kind::thaw "${name}" || true
+  done < <(kind::node_containers)
+  if out="$(kind::kind delete cluster --name "${KIND_NAME}" --kubeconfig "${KIND_KUBECONFIG}" 2>&1)"; then
+    deleted=1
+  fi
+  while read -r name state; do
+    [[ -n "${name}" ]] || continue
+    if kind::thaw "${name}"; then
+      log "docker could not remove ${name} while the cgroup freezer held part of it; removing it again, thawed"
+      if timeout "${KIND_STOP_TIMEOUT:-60}" docker rm -f -v "${name}" >/dev/null 2>&1; then
+        deleted=1
+      fi
+    fi
+  done < <(kind::node_containers)
+  if ((deleted)) && [[ -z "$(kind::node_containers)" ]]; then
     rm -rf "${KIND_DIR}"
     return 0
   fi
-  local name state stuck line
+  local stuck line
   printf '%s\n' "${out}" >&2
   log "kind could not delete the cluster '${KIND_NAME}': docker still has its node containers:"
   while read -r name state; do
@@ -94,7 +160,7 @@ kind::delete() {
       log "    process ${line}: in uninterruptible sleep (state D), docker cannot kill the container until the kernel lets it go"
     done <<<"${stuck}"
   done < <(kind::node_containers)
-  log "to remove them: run make kind-down again once those processes are gone; if they stay, restart the docker engine (or the host) and run make kind-down again"
+  log "to remove them: run make kind-down again once those processes are gone (it thaws what the cgroup freezer holds, which it says); if they stay, restart the docker engine (or the host) and run make kind-down again"
   return 1
 }
 

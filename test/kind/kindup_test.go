@@ -27,11 +27,30 @@ import (
 // engine's default runtime; STUB_NO_ENGINE=1 is no engine; STUB_NO_IMAGE=1 a
 // node image that is not there; STUB_NODE_VERSION what /kind/version of the
 // node image holds (empty: no such file); STUB_NODES (a file) the cluster's
-// node containers, "NAME STATE" a line.
+// node containers, "NAME STATE" a line. "rm -f" removes a node container
+// unless it is STUB_STUCK (a process of it in uninterruptible sleep) or the
+// cgroup freezer holds part of it (a freezer.state of FROZEN or a
+// cgroup.freeze of 1 under KIND_CGROUP_ROOT in a directory named for its
+// id): docker does not get an exit event from such a container.
 const dockerStub = `#!/usr/bin/env bash
 echo "docker $*" >>"${STUB_LOG}"
 case "$1 $2" in
 "ps --all") [[ -n "${STUB_NODES:-}" && -f "${STUB_NODES}" ]] && cat "${STUB_NODES}"; exit 0 ;;
+"rm -f")
+  name="${@: -1}"
+  if [[ "${name}" == "${STUB_STUCK:-}" ]]; then
+    echo "Error response from daemon: Could not kill running container ${name}, tried to kill container, but did not receive an exit event" >&2
+    exit 1
+  fi
+  while read -r f; do
+    if grep -qsxE 'FROZEN|1' "${f}"; then
+      echo "Error response from daemon: Could not kill running container ${name}, tried to kill container, but did not receive an exit event" >&2
+      exit 1
+    fi
+  done < <(find "${KIND_CGROUP_ROOT}" -path "*stub-id-${name}*" \( -name freezer.state -o -name cgroup.freeze \))
+  grep -v "^${name} " "${STUB_NODES}" >"${STUB_NODES}.left" || true
+  mv "${STUB_NODES}.left" "${STUB_NODES}"
+  exit 0 ;;
 "exec "*) exit 0 ;;
 "inspect --format") echo "stub-id-$4"; exit 0 ;;
 "info "*)
@@ -52,9 +71,10 @@ exit 2
 
 // The stand-in for kind: STUB_CLUSTERS lists the clusters, as does a
 // non-empty STUB_NODES; creating one fails, as kind does when a node does
-// not come up; deleting one removes the node containers of STUB_NODES, but
-// with STUB_STUCK=NAME docker cannot remove that one, as when a process of
-// the node is in uninterruptible sleep.
+// not come up; deleting one removes the node containers of STUB_NODES with
+// docker rm -f -v, as kind does, and fails naming one that docker could
+// not remove; STUB_FREEZE=FILE is a cgroup that the node's runc freezes as
+// kind deletes the nodes (FILE then says STUB_FREEZE_AS, default FROZEN).
 const kindStub = `#!/usr/bin/env bash
 echo "kind $*" >>"${STUB_LOG}"
 case "$1 $2" in
@@ -65,12 +85,16 @@ case "$1 $2" in
 "create cluster") echo "ERROR: failed to create cluster: node did not become ready" >&2; exit 1 ;;
 "export logs") exit 0 ;;
 "delete cluster")
-  if [[ -n "${STUB_STUCK:-}" ]]; then
-    grep "^${STUB_STUCK} " "${STUB_NODES}" >"${STUB_NODES}.left"; mv "${STUB_NODES}.left" "${STUB_NODES}"
-    echo "ERROR: failed to delete cluster \"kube-guard\": failed to delete nodes: command \"docker rm -f -v ${STUB_STUCK}\" failed with error: exit status 1" >&2
+  [[ -z "${STUB_FREEZE:-}" ]] || echo "${STUB_FREEZE_AS:-FROZEN}" >"${STUB_FREEZE}"
+  [[ -n "${STUB_NODES:-}" && -f "${STUB_NODES}" ]] || exit 0
+  failed=""
+  for name in $(cut -d' ' -f1 "${STUB_NODES}"); do
+    docker rm -f -v "${name}" >/dev/null 2>&1 || failed="${name}"
+  done
+  if [[ -n "${failed}" ]]; then
+    echo "ERROR: failed to delete cluster \"kube-guard\": failed to delete nodes: command \"docker rm -f -v ${failed}\" failed with error: exit status 1" >&2
     exit 1
   fi
-  [[ -n "${STUB_NODES:-}" ]] && : >"${STUB_NODES}"
   exit 0 ;;
 esac
 echo "kind stand-in: unexpected call: $*" >&2
@@ -103,12 +127,20 @@ func newHarness(t *testing.T) *harness {
 		path: stubs + string(os.PathListSeparator) + os.Getenv("PATH")}
 }
 
+// env is what every script run with the stand-ins gets: their PATH and log,
+// the output directory, and a cgroup filesystem of its own (empty until a
+// test writes one).
+func (h *harness) env() []string {
+	return []string{"PATH=" + h.path, "OUTPUT_DIR=" + h.out, "STUB_LOG=" + h.log,
+		"KIND_CGROUP_ROOT=" + filepath.Join(h.out, "cgroup")}
+}
+
 // run runs a make-rules script with the stand-ins and ENV; it returns the
 // combined output and the exit error.
 func (h *harness) run(t *testing.T, script string, env ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(h.root, "hack", "make-rules", script))
-	cmd.Env = append(os.Environ(), "PATH="+h.path, "OUTPUT_DIR="+h.out, "STUB_LOG="+h.log)
+	cmd.Env = append(os.Environ(), h.env()...)
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -289,11 +321,12 @@ func TestKindDownSaysWhatBlocksIt(t *testing.T) {
 	require.Contains(t, out, "kind could not delete the cluster 'kube-guard': docker still has its node containers:")
 	require.Contains(t, out, "kube-guard-worker (running)")
 	require.NotContains(t, out, "kube-guard-control-plane (", "only what is left is named")
-	require.Contains(t, out, "run make kind-down again once those processes are gone; if they stay, restart the docker engine")
+	require.Contains(t, out, "run make kind-down again once those processes are gone (it thaws what the cgroup freezer holds, which it says); if they stay, restart the docker engine")
 	calls := h.calls(t)
 	stop := strings.Index(calls, "docker exec kube-guard-worker systemctl stop kubelet containerd")
 	del := strings.Index(calls, "kind delete cluster --name kube-guard")
 	require.True(t, stop >= 0 && del > stop, "the kubelet and containerd are stopped before kind deletes the nodes:\n%s", calls)
+	require.Equal(t, 1, strings.Count(calls, "docker rm -f -v kube-guard-worker"), "kind's removal only: nothing was frozen, so no second one:\n%s", calls)
 	require.DirExists(t, dir, "the kubeconfig stays while the cluster does")
 
 	out, err = h.run(t, "kind-up.sh", nodes)
@@ -304,6 +337,69 @@ func TestKindDownSaysWhatBlocksIt(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "kind cluster 'kube-guard' deleted")
 	require.NoDirExists(t, dir)
+}
+
+// TestKindDownThawsWhatTheFreezerHolds: a pod container's cgroup that the
+// node's runc left frozen (its tasks in uninterruptible sleep, beyond
+// SIGKILL) keeps docker from removing the node. make kind-down thaws such
+// cgroups before kind deletes the nodes, and when one is frozen as kind
+// deletes them, thaws it and removes the node again; on cgroup v1 (freezer
+// hierarchy) and v2 (cgroup.freeze) alike. A cgroup that is not frozen is
+// left as it is.
+func TestKindDownThawsWhatTheFreezerHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name, node, ctr, file, frozen, thawed string
+	}{
+		{name: "cgroup v1", node: "freezer/docker/stub-id-kube-guard-worker", ctr: "kubepods/besteffort/pod1/ctr1",
+			file: "freezer.state", frozen: "FROZEN", thawed: "THAWED"},
+		{name: "cgroup v2", node: "system.slice/docker-stub-id-kube-guard-worker.scope", ctr: "kubelet.slice/kubelet-kubepods.slice/pod1/ctr1",
+			file: "cgroup.freeze", frozen: "1", thawed: "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			root := filepath.Join(h.out, "cgroup")
+			write := func(rel, content string) string {
+				f := filepath.Join(root, tc.node, rel, tc.file)
+				require.NoError(t, os.MkdirAll(filepath.Dir(f), 0o755))
+				require.NoError(t, os.WriteFile(f, []byte(content+"\n"), 0o644))
+				return f
+			}
+			read := func(f string) string {
+				b, err := os.ReadFile(f)
+				require.NoError(t, err)
+				return strings.TrimSpace(string(b))
+			}
+			nodes := []string{"kube-guard-control-plane running", "kube-guard-worker running"}
+			dir := filepath.Join(h.out, "kind")
+
+			// Frozen before the teardown: thawed before kind deletes.
+			write("", tc.thawed)
+			frozen := write(tc.ctr, tc.frozen)
+			other := write("kubepods/besteffort/pod1/ctr2", tc.thawed)
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			out, err := h.run(t, "kind-down.sh", h.nodes(t, nodes...))
+			require.NoError(t, err, out)
+			require.Contains(t, out, "kube-guard-worker: thawed "+filepath.Dir(frozen)+" (the cgroup freezer held it)")
+			require.Equal(t, tc.thawed, read(frozen))
+			require.Equal(t, tc.thawed, read(other))
+			require.NotContains(t, out, "ctr2", "only what was frozen is named")
+			require.Contains(t, out, "kind cluster 'kube-guard' deleted")
+			require.Equal(t, 1, strings.Count(h.calls(t), "docker rm -f -v kube-guard-worker"), "kind's removal only:\n%s", h.calls(t))
+			require.NoDirExists(t, dir)
+
+			// Frozen as kind deletes the nodes: docker cannot remove the
+			// node; make kind-down thaws it and removes it again.
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			out, err = h.run(t, "kind-down.sh", h.nodes(t, nodes...), "STUB_FREEZE="+frozen, "STUB_FREEZE_AS="+tc.frozen)
+			require.NoError(t, err, out)
+			require.Contains(t, out, "docker could not remove kube-guard-worker while the cgroup freezer held part of it; removing it again, thawed")
+			require.Contains(t, out, "kube-guard-worker: thawed "+filepath.Dir(frozen))
+			require.Equal(t, tc.thawed, read(frozen))
+			require.Equal(t, 3, strings.Count(h.calls(t), "docker rm -f -v kube-guard-worker"), "kind's, refused, then the one after thawing:\n%s", h.calls(t))
+			require.Contains(t, out, "kind cluster 'kube-guard' deleted")
+			require.NoDirExists(t, dir)
+		})
+	}
 }
 
 // TestKindTeardownKeepsTheTestsVerdict: make kind-e2e deletes the cluster it
@@ -336,7 +432,7 @@ source hack/lib/kind.sh
 trap kind::teardown EXIT
 exit "$1"`, "teardown", strconv.Itoa(tc.tests))
 			cmd.Dir = h.root
-			cmd.Env = append(os.Environ(), "PATH="+h.path, "OUTPUT_DIR="+h.out, "STUB_LOG="+h.log)
+			cmd.Env = append(os.Environ(), h.env()...)
 			cmd.Env = append(cmd.Env, env...)
 			out, err := cmd.CombinedOutput()
 			got := 0

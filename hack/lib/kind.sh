@@ -62,6 +62,15 @@ kind::stop_nodes() {
   done < <(kind::node_containers)
 }
 
+# kind::container_id NAME: the full id of container NAME, by which the host's
+# /proc/<pid>/cgroup and cgroup filesystem name it; fails when docker has no
+# such container.
+kind::container_id() {
+  local id
+  id="$(docker inspect --format '{{.Id}}' "$1" 2>/dev/null)" && [[ -n "${id}" ]] || return 1
+  echo "${id}"
+}
+
 # kind::stuck_processes NAME: the processes of container NAME, as the host
 # sees them, that are in uninterruptible sleep (state D): "PID WCHAN
 # COMMAND", one a line (WCHAN: where the kernel holds it; __refrigerator is
@@ -69,8 +78,7 @@ kind::stop_nodes() {
 # until the kernel lets the process go.
 kind::stuck_processes() {
   local id pid
-  id="$(docker inspect --format '{{.Id}}' "$1" 2>/dev/null)" || return 0
-  [[ -n "${id}" ]] || return 0
+  id="$(kind::container_id "$1")" || return 0
   for pid in /proc/[0-9]*; do
     pid="${pid#/proc/}"
     grep -qs "${id}" "/proc/${pid}/cgroup" || continue
@@ -91,8 +99,7 @@ kind::stuck_processes() {
 # never stop the node (opencontainers/runc#2105).
 kind::frozen_cgroups() {
   local id root="${KIND_CGROUP_ROOT:-/sys/fs/cgroup}" dir f
-  id="$(docker inspect --format '{{.Id}}' "$1" 2>/dev/null)" || return 0
-  [[ -n "${id}" ]] || return 0
+  id="$(kind::container_id "$1")" || return 0
   [[ ! -d "${root}/freezer" ]] || root="${root}/freezer"
   while read -r dir; do
     while read -r f; do

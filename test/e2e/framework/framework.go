@@ -400,7 +400,10 @@ type PodRecorder struct {
 	preempted map[string]bool // pod name -> seen with DisruptionTarget PreemptionByScheduler
 	evicted   map[string]bool // pod name -> seen with DisruptionTarget EvictionByEvictionAPI
 	deleted   map[string]bool
-	stop      func()
+	// evictedFirst: pod name -> seen with the eviction API's DisruptionTarget
+	// condition before, or without, the reason of a preemption.
+	evictedFirst map[string]bool
+	stop         func()
 }
 
 func (c *Cluster) RecordPods(t *testing.T, ns, selector string) *PodRecorder {
@@ -408,7 +411,7 @@ func (c *Cluster) RecordPods(t *testing.T, ns, selector string) *PodRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := c.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	require.NoError(t, err)
-	r := &PodRecorder{preempted: map[string]bool{}, evicted: map[string]bool{}, deleted: map[string]bool{}, stop: cancel}
+	r := &PodRecorder{preempted: map[string]bool{}, evicted: map[string]bool{}, deleted: map[string]bool{}, evictedFirst: map[string]bool{}, stop: cancel}
 	go func() {
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
@@ -421,6 +424,9 @@ func (c *Cluster) RecordPods(t *testing.T, ns, selector string) *PodRecorder {
 			}
 			if EvictedByEvictionAPI(pod) {
 				r.evicted[pod.Name] = true
+				if !r.preempted[pod.Name] {
+					r.evictedFirst[pod.Name] = true
+				}
 			}
 			if ev.Type == watch.Deleted {
 				r.deleted[pod.Name] = true
@@ -439,6 +445,14 @@ func (r *PodRecorder) PreemptedPods() []string {
 // EvictedPods are the pods seen with the eviction API's DisruptionTarget condition.
 func (r *PodRecorder) EvictedPods() []string {
 	return r.names(r.evicted)
+}
+
+// EvictedFirstPods are the pods seen with the eviction API's
+// DisruptionTarget condition before any with the reason of a preemption:
+// removed through the eviction API, whatever reason the scheduler gave the
+// condition afterwards.
+func (r *PodRecorder) EvictedFirstPods() []string {
+	return r.names(r.evictedFirst)
 }
 
 func (r *PodRecorder) DeletedPods() []string {

@@ -34,8 +34,9 @@
 #   download the workspace's modules first. That download goes through a scratch
 #   copy of go.work (absolute paths), because `go mod download`/`go list -m all`
 #   in the tree write a missing go.mod hash into the tree's go.work.sum.
-# - .go-version would make setup_env fetch another Go: GOTOOLCHAIN=local (from
-#   hack/lib/init.sh) and FORCE_HOST_GO=1 keep the Go on PATH.
+# - .go-version would make setup_env fetch another Go: GOTOOLCHAIN (the line's,
+#   line::toolchain in hack/lib/init.sh: the Go on PATH unless the line names
+#   one) and FORCE_HOST_GO=1 keep the go command's choice.
 # - protoc 23.4: upstream downloads it from GitHub (kube::protoc::install, run
 #   unconditionally by update-codegen.sh) or falls back to docker. The npm
 #   package protoc@23.4.0 ships the official protoc 23.4 binaries: it is fetched
@@ -82,7 +83,8 @@ codegen::go_env() {
   GOMODCACHE="$(go env GOMODCACHE)"
   GOCACHE="$(go env GOCACHE)"
   export GOMODCACHE GOCACHE
-  export GOTOOLCHAIN=local FORCE_HOST_GO=1
+  GOTOOLCHAIN="$(line::toolchain "$(line::selected)")"
+  export GOTOOLCHAIN FORCE_HOST_GO=1
   unset GOWORK GOBIN
 }
 

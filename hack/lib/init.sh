@@ -8,7 +8,9 @@ OUTPUT_BIN="${OUTPUT_DIR}/bin"
 OUTPUT_SRC="${OUTPUT_DIR}/src"
 export REPO_ROOT OUTPUT_DIR OUTPUT_BIN OUTPUT_SRC
 
-# Use the Go on this machine; never download another toolchain.
+# Use the Go on this machine; never download another toolchain, except the
+# one the selected release line names (line::toolchain, set at the end of
+# this file).
 export GOTOOLCHAIN=local
 # Module downloads come from the configured module proxy only.
 export GOFLAGS="${GOFLAGS:-}"
@@ -58,9 +60,10 @@ port_busy() {
 #              (the one place a pin is written; make rebase moves it);
 #   topics     the line's ordered topics, and a folder per topic.
 # LINE picks the line every script works on (make ... LINE=1.36); the default
-# is the newest line any component has. The tree of a component's newest line
-# is _output/src/<c>, of an older one _output/src/<c>-<line>; its binaries go
-# to _output/bin (newest line) or _output/bin/<line>/ (line::bin).
+# is the newest line any component has that is not a preview
+# (line::default). The tree of the default line is _output/src/<c>, of
+# another one (older, or a preview) _output/src/<c>-<line>; its binaries go
+# to _output/bin (default line) or _output/bin/<line>/ (line::bin).
 
 # LINE, when set, must name a line that exists; checked here, in the shell
 # that sources this file, so that a typo fails instead of selecting nothing.
@@ -78,12 +81,48 @@ component::lines() {
   done | sort -V
 }
 
-# line::default: the newest line of any component.
+# line::default: the newest line of any component that is not a preview
+# (line::is_preview): what every target works on unless LINE says otherwise.
 line::default() {
+  local l
+  for l in $(line::all | sort -rV); do
+    line::is_preview "${l}" || { printf '%s\n' "${l}"; return 0; }
+  done
+}
+
+# line::newest: the newest line of any component, a preview included: the
+# line upstream pull requests are made on (hack/make-rules/upstream-pr.sh).
+line::newest() {
+  line::all | tail -n1
+}
+
+# line::env_value LINE NAME: the value NAME has in the line.env of LINE of any
+# component (the first that sets it), empty when none does. line.env files
+# are plain NAME=value lines, read here without running them.
+line::env_value() {
   local d
-  for d in "${REPO_ROOT}"/patches/*/*/line.env; do
-    [[ -f "${d}" ]] && basename "$(dirname "${d}")"
-  done | sort -uV | tail -n1
+  for d in "${REPO_ROOT}"/patches/*/"$1"/line.env; do
+    [[ -f "${d}" ]] || continue
+    sed -n "s/^$2=//p" "${d}" | tail -n1 | grep . && return 0
+  done
+  return 0
+}
+
+# line::is_preview [LINE]: LINE (default: the selected line) is a preview, a
+# line pinned to an upstream pre-release (LINE_PREVIEW=true in its line.env):
+# never the default line, and `make rebase` moves its pin to the release.
+line::is_preview() {
+  [[ "$(line::env_value "${1:-$(line::selected)}" LINE_PREVIEW)" == "true" ]]
+}
+
+# line::toolchain [LINE]: the Go toolchain of LINE (LINE_GOTOOLCHAIN in its
+# line.env, a go command toolchain name such as go1.27.3, which the go
+# command fetches from the module proxy); "local", the Go on this machine,
+# when the line names none.
+line::toolchain() {
+  local t
+  t="$(line::env_value "${1:-$(line::selected)}" LINE_GOTOOLCHAIN)"
+  printf '%s\n' "${t:-local}"
 }
 
 # line::selected: the line scripts work on: LINE, or the default.
@@ -200,7 +239,7 @@ component::load() {
   # COMPONENT_TREE_AT stands for the tree where a script must work on another
   # checkout of it (make topic-test's worktree of one topic).
   COMPONENT_TREE_NAME="${name}"
-  if [[ "${COMPONENT_LINE}" != "$(component::lines "${name}" | tail -n1)" ]]; then
+  if [[ "${COMPONENT_LINE}" != "$(line::default)" ]]; then
     COMPONENT_TREE_NAME="${name}-${COMPONENT_LINE}"
   fi
   COMPONENT_TREE="${COMPONENT_TREE_AT:-${OUTPUT_SRC}/${COMPONENT_TREE_NAME}}"
@@ -545,9 +584,18 @@ component::record_sync() {
 # component::check_no_local_work: fails when the tree has edits or commits that
 # are not (yet) in patches/, because re-materialising or re-applying would lose them.
 component::check_no_local_work() {
-  component::is_materialised || return 0
+  # A tree of another release (its line's pin moved, or the tree of another
+  # line where this one's belongs) holds work too: only no tree at all is
+  # free to replace.
+  [[ -d "${COMPONENT_TREE}/.git" ]] || return 0
   if [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
     fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches COMPONENT=${COMPONENT_NAME}$(line::hint)', or discard them (FORCE=1 overrides)"
+  fi
+  if ! component::is_materialised; then
+    local recorded_head=""
+    [[ ! -f "$(component::sync_file)" ]] || read -r recorded_head _ <"$(component::sync_file)" || true
+    [[ "$(component::git rev-parse HEAD)" != "${recorded_head}" ]] || return 0
+    fatal "${COMPONENT_TREE} holds commits of another release than ${COMPONENT_VERSION} that were never exported (its HEAD is not the one it had when last in step with a series): export them from the line they belong to, or FORCE=1 to discard them"
   fi
   component::has_unexported_commits || return 0
   fatal "${COMPONENT_TREE} has commits that are not exported to $(component::rel_patches): run 'make export-patches COMPONENT=${COMPONENT_NAME}$(line::hint)' (or FORCE=1 to discard them)"
@@ -603,3 +651,5 @@ component::extract_pristine() {
 }
 
 line::check
+GOTOOLCHAIN="$(line::toolchain "$(line::selected)")"
+export GOTOOLCHAIN

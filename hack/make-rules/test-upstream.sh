@@ -18,6 +18,7 @@
 #   `make topic-test` runs on a tree of one topic and its dependencies.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
+source "${REPO_ROOT}/hack/lib/testlog.sh"
 
 # list_file NAME: the non-comment lines of build/<component>/NAME, if any.
 list_file() {
@@ -64,12 +65,12 @@ test_component() {
     cd "${COMPONENT_TREE}"
     if [[ ${#unit[@]} -gt 0 ]]; then
       log "${COMPONENT_NAME}: upstream unit tests of ${#unit[@]} touched packages"
-      GOFLAGS='' go test "${skipflag[@]}" "$@" "${unit[@]}" || status=1
+      GOFLAGS='' testlog::run "${COMPONENT_LINE}-${COMPONENT_NAME}-unit" go test "${skipflag[@]}" "$@" "${unit[@]}" || status=1
     fi
     if [[ ${#integration[@]} -gt 0 ]]; then
       command -v etcd >/dev/null || fatal "etcd is not in ${OUTPUT_BIN}: run 'make tools'"
       log "${COMPONENT_NAME}: upstream integration tests of ${#integration[@]} touched packages (etcd: $(command -v etcd))"
-      GOFLAGS='' go test -timeout 40m "${skipflag[@]}" "$@" "${integration[@]}" || status=1
+      GOFLAGS='' testlog::run "${COMPONENT_LINE}-${COMPONENT_NAME}-integration" go test -timeout 40m "${skipflag[@]}" "$@" "${integration[@]}" || status=1
     fi
     exit "${status}"
   )

@@ -22,12 +22,15 @@
 #      runs what the line carries: LINE=<line>).
 # Each phase's wall time is logged when it ends and summed up at the end
 # (also in _output/test-phases.txt), so that a slow run says where its time
-# went.
+# went. The failed tests' own messages (hack/lib/testlog.sh) are printed
+# after that summary, so that the end of a log that is cut in the middle
+# still says why; each go test's whole output is kept in _output/test-logs/.
 # It refuses to start with less than MIN_FREE_GIB (default 15) GiB free where
 # the tree and the Go caches are: a cold run writes about that much.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 source "${REPO_ROOT}/hack/lib/local.sh"
+source "${REPO_ROOT}/hack/lib/testlog.sh"
 
 require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
 
@@ -49,8 +52,10 @@ summary() {
   phase ""
   mkdir -p "${OUTPUT_DIR}"
   printf '%s\n' "${phases[@]}" "${SECONDS} s  make test" | tee "${OUTPUT_DIR}/test-phases.txt" >&2
+  testlog::print_failures
 }
 trap summary EXIT
+testlog::reset
 
 phase "build: every component of the newest line, the tools, pristine upstream"
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
@@ -75,7 +80,7 @@ status=0
 phase "make verify"
 CODEGEN_TRUST_RECORDED=1 "${REPO_ROOT}/hack/make-rules/verify/all.sh" || status=1
 phase "this repository's tests"
-(cd "${REPO_ROOT}" && go test -count=1 -timeout 30m ./...) || status=1
+(cd "${REPO_ROOT}" && testlog::run repo go test -count=1 -timeout 30m ./...) || status=1
 phase "upstream tests of the packages the patch series touch"
 "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
 for line in $(line::all); do

@@ -45,32 +45,32 @@ func inLines(t *testing.T, root, line, snippet string) (string, error) {
 // a line's own Go toolchain is what the go command runs on that line only.
 func TestPreviewLineIsNeverTheDefault(t *testing.T) {
 	root := fakeLines(t, map[string]string{
-		"kubernetes/1.36":  "UPSTREAM_VERSION=v1.36.3\n",
-		"kubernetes/1.37":  "UPSTREAM_VERSION=v1.37.2\n",
-		"descheduler/1.37": "UPSTREAM_VERSION=v0.36.0\n",
+		"kubernetes/1.80":  "UPSTREAM_VERSION=v1.80.3\n",
+		"kubernetes/1.81":  "UPSTREAM_VERSION=v1.81.2\n",
+		"descheduler/1.81": "UPSTREAM_VERSION=v0.80.0\n",
 		// A comment naming LINE_PREVIEW=false is not a setting.
-		"kubernetes/1.38": "# LINE_PREVIEW=false\nUPSTREAM_VERSION=v1.38.0-beta.0\nLINE_PREVIEW=true\nLINE_GOTOOLCHAIN=go1.27.3\n",
+		"kubernetes/1.82": "# LINE_PREVIEW=false\nUPSTREAM_VERSION=v1.82.0-beta.0\nLINE_PREVIEW=true\nLINE_GOTOOLCHAIN=go1.27.3\n",
 	})
 	out, err := inLines(t, root, "", `echo "$(line::default) $(line::newest) $(line::all | paste -sd, -) ${GOTOOLCHAIN}"; line::is_preview || echo "not a preview"`)
 	require.NoError(t, err, out)
-	require.Equal(t, "1.37 1.38 1.36,1.37,1.38 local\nnot a preview", out)
+	require.Equal(t, "1.81 1.82 1.80,1.81,1.82 local\nnot a preview", out)
 
-	out, err = inLines(t, root, "1.38", `echo "$(line::selected) ${GOTOOLCHAIN} $(line::bin) $(line::toolchain 1.37)"; line::is_preview && echo preview`)
+	out, err = inLines(t, root, "1.82", `echo "$(line::selected) ${GOTOOLCHAIN} $(line::bin) $(line::toolchain 1.81)"; line::is_preview && echo preview`)
 	require.NoError(t, err, out)
-	require.Equal(t, "1.38 go1.27.3 "+filepath.Join(root, "_output", "bin", "1.38")+" local\npreview", out)
+	require.Equal(t, "1.82 go1.27.3 "+filepath.Join(root, "_output", "bin", "1.82")+" local\npreview", out)
 
-	out, err = inLines(t, root, "1.37", `echo "$(line::bin) ${GOTOOLCHAIN}"`)
+	out, err = inLines(t, root, "1.81", `echo "$(line::bin) ${GOTOOLCHAIN}"`)
 	require.NoError(t, err, out)
 	require.Equal(t, filepath.Join(root, "_output", "bin")+" local", out)
 
 	// Without a preview, the newest line is the default.
 	root = fakeLines(t, map[string]string{
-		"kubernetes/1.36": "UPSTREAM_VERSION=v1.36.3\n",
-		"kubernetes/1.37": "UPSTREAM_VERSION=v1.37.2\nLINE_PREVIEW=false\n",
+		"kubernetes/1.80": "UPSTREAM_VERSION=v1.80.3\n",
+		"kubernetes/1.81": "UPSTREAM_VERSION=v1.81.2\nLINE_PREVIEW=false\n",
 	})
 	out, err = inLines(t, root, "", `echo "$(line::default) $(line::newest)"`)
 	require.NoError(t, err, out)
-	require.Equal(t, "1.37 1.37", out)
+	require.Equal(t, "1.81 1.81", out)
 }
 
 // TestTreeOfAnotherReleaseIsNotReplacedWithItsWork: a component's tree
@@ -79,7 +79,7 @@ func TestPreviewLineIsNeverTheDefault(t *testing.T) {
 // it holds uncommitted edits or commits never exported; once in step with a
 // series, it is.
 func TestTreeOfAnotherReleaseIsNotReplacedWithItsWork(t *testing.T) {
-	root := fakeLines(t, map[string]string{"kubernetes/1.37": "UPSTREAM_VERSION=v1.37.2\n"})
+	root := fakeLines(t, map[string]string{"kubernetes/1.81": "UPSTREAM_VERSION=v1.81.2\n"})
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "build", "kubernetes"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "build", "kubernetes", "component.env"), []byte("UPSTREAM_MODULE=k8s.io/kubernetes\n"), 0o644))
 	tree := filepath.Join(root, "_output", "src", "kubernetes")
@@ -95,7 +95,7 @@ func TestTreeOfAnotherReleaseIsNotReplacedWithItsWork(t *testing.T) {
 	git("init", "-q")
 	git("add", "a.go")
 	git("commit", "-q", "-m", "base")
-	git("tag", "base/v1.38.0-beta.0")
+	git("tag", "base/v1.82.0-beta.0")
 	check := `component::load kubernetes; component::check_no_local_work && echo free`
 
 	require.NoError(t, os.WriteFile(file, []byte("package a\n\nvar edit = 1\n"), 0o644))
@@ -106,7 +106,7 @@ func TestTreeOfAnotherReleaseIsNotReplacedWithItsWork(t *testing.T) {
 	git("commit", "-q", "-am", "work")
 	out, err = inLines(t, root, "", check)
 	require.Error(t, err, out)
-	require.Contains(t, out, "holds commits of another release than v1.37.2 that were never exported")
+	require.Contains(t, out, "holds commits of another release than v1.81.2 that were never exported")
 
 	out, err = inLines(t, root, "", `component::load kubernetes; component::record_sync; `+check)
 	require.NoError(t, err, out)

@@ -591,22 +591,21 @@ component::check_no_local_work() {
   if [[ -n "$(component::git status --porcelain --untracked-files=no)" ]]; then
     fatal "${COMPONENT_TREE} has uncommitted edits: commit them there and run 'make export-patches COMPONENT=${COMPONENT_NAME}$(line::hint)', or discard them (FORCE=1 overrides)"
   fi
-  if ! component::is_materialised; then
-    local recorded_head=""
-    [[ ! -f "$(component::sync_file)" ]] || read -r recorded_head _ <"$(component::sync_file)" || true
-    [[ "$(component::git rev-parse HEAD)" != "${recorded_head}" ]] || return 0
-    fatal "${COMPONENT_TREE} holds commits of another release than ${COMPONENT_VERSION} that were never exported (its HEAD is not the one it had when last in step with a series): export them from the line they belong to, or FORCE=1 to discard them"
-  fi
   component::has_unexported_commits || return 0
+  component::is_materialised ||
+    fatal "${COMPONENT_TREE} holds commits of another release than ${COMPONENT_VERSION} that were never exported (its HEAD is not the one it had when last in step with a series): export them from the line they belong to, or FORCE=1 to discard them"
   fatal "${COMPONENT_TREE} has commits that are not exported to $(component::rel_patches): run 'make export-patches COMPONENT=${COMPONENT_NAME}$(line::hint)' (or FORCE=1 to discard them)"
 }
 
-# component::has_unexported_commits: the tree's HEAD is neither its base nor
-# the commit it had when it was last in step with patches/.
+# component::has_unexported_commits: the tree's HEAD is neither its base (in
+# a tree of the line's release) nor the commit it had when it was last in step
+# with patches/.
 component::has_unexported_commits() {
   local head recorded_head=""
   head="$(component::git rev-parse HEAD)"
-  [[ "${head}" != "$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")" ]] || return 1
+  if component::is_materialised; then
+    [[ "${head}" != "$(component::git rev-parse "${COMPONENT_BASE_TAG}^{commit}")" ]] || return 1
+  fi
   if [[ -f "$(component::sync_file)" ]]; then
     read -r recorded_head _ <"$(component::sync_file)" || true
   fi

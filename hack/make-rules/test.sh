@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: builds everything and the images (`make images`) of the newest
 # release line, and what the tests of each older line run (its control plane
-# and kubectl, and its pristine kube-apiserver and kube-scheduler; `make
+# and kubectl, and its pristine control plane; `make
 # images LINE=<line>` and `make node-image LINE=<line>` build the rest, and
 # docs/kind.md records them), then runs
 #   0. `make verify` (hack/make-rules/verify/all.sh; SKIP_VERIFY="codegen ..."
@@ -60,14 +60,14 @@ testlog::reset
 phase "build: every component of the newest line, the tools, pristine upstream"
 "${REPO_ROOT}/hack/make-rules/build-all.sh"
 # The older release lines: what their tests run, the binaries of a local
-# cluster (their e2e), and their pristine kube-apiserver and kube-scheduler,
+# cluster (their e2e), and their pristine control plane (PRISTINE_BINARIES),
 # for the upgrade test across lines and the downgrade test of each line
 # (test/integration/upgrade_lines_test.go, downgrade_test.go). Their node-side
 # binaries and images are left to `make images LINE=<line>` (test/images
 # checks the images of every line that has them).
 for line in $(line::all); do
   [[ "${line}" != "$(line::default)" ]] || continue
-  phase "release line ${line}: build of its local cluster's binaries, pristine kube-apiserver and kube-scheduler"
+  phase "release line ${line}: build of its local cluster's binaries, its pristine control plane"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh" "${LOCAL_KUBE_BINARIES[@]}"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build-pristine.sh"
 done

@@ -321,11 +321,33 @@ func StartSchedulerBinary(t testing.TB, bin string, s *APIServer, user, featureG
 // election or serving. The returned function stops it.
 func StartControllerManager(t testing.TB, s *APIServer, controllers, featureGates string) func() {
 	t.Helper()
+	return StartControllerManagerBinary(t, filepath.Join(BinDir(t), "kube-controller-manager"), s, controllers, featureGates)
+}
+
+// StartControllerManagerBinary is StartControllerManager with the
+// kube-controller-manager binary bin (e.g. the pristine one in
+// PristineBinDir) and extraArgs appended (a later flag wins).
+func StartControllerManagerBinary(t testing.TB, bin string, s *APIServer, controllers, featureGates string, extraArgs ...string) func() {
+	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := WriteKubeconfig(t, dir, "kube-controller-manager", s.Config)
 	args := []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "--controllers=" + controllers}
 	if featureGates != "" {
 		args = append(args, "--feature-gates="+featureGates)
 	}
-	return start(t, dir, "kube-controller-manager", filepath.Join(BinDir(t), "kube-controller-manager"), args...)
+	return start(t, dir, "kube-controller-manager", bin, append(args, extraArgs...)...)
+}
+
+// ServingArgs are the flags that make kube-scheduler or
+// kube-controller-manager serve on a free port of 127.0.0.1, returned with
+// it, and answer /metrics to anyone (no authentication or authorization
+// kubeconfig: the server's own self-signed certificate).
+func ServingArgs(t testing.TB) ([]string, int) {
+	t.Helper()
+	port := FreePort(t)
+	return []string{
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + t.TempDir(),
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+	}, port
 }

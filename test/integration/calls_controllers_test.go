@@ -326,6 +326,11 @@ func runControllerWorkload(ctx context.Context, t *testing.T, c kubernetes.Inter
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	waitFor("the Deployment's 3 pods bound", boundPods("web", 3))
+	if rs, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{}); err == nil && len(rs.Items) > 0 {
+		// The name's hash is of the pod template with every field
+		// (docs/gates.md): it differs from upstream's where PodSpec does.
+		t.Logf("the Deployment's ReplicaSet: %s", rs.Items[0].Name)
+	}
 	waitFor("the budget's status of the Deployment's pods", func() bool {
 		b, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 		require.NoError(t, err)

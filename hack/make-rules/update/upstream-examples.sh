@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Writes docs/upstream/<component>/<topic>/ (PULL_REQUEST.md and patches/),
-# for every such folder, as `make upstream-pr` makes them from the current
-# series: the committed examples of a topic handed to upstream.
+# for every such folder of a component (build/<component>/), as `make
+# upstream-pr` makes them from the current series: the committed examples of
+# a topic handed to upstream. Other folders (docs/upstream/enhancements/: KEP
+# updates, written by hand) are not touched.
 # verify/upstream-examples.sh runs this on a copy and fails when it differs.
 #
 # Usage: update/upstream-examples.sh [ROOT]   (default: this repository)
@@ -16,6 +18,7 @@ for d in "${REPO_ROOT}"/docs/upstream/*/*/; do
   [[ -d "${d}" ]] || continue
   topic="$(basename "${d}")"
   c="$(basename "$(dirname "${d}")")"
+  [[ -f "${REPO_ROOT}/build/${c}/component.env" ]] || continue
   out="${root}/docs/upstream/${c}/${topic}"
   rm -rf "${out}"
   mkdir -p "${out}"

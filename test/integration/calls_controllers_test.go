@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -286,39 +284,14 @@ func metricFamilies(t *testing.T, body string) (sets.Set[string], sets.Set[strin
 // counted when it starts, every other request when it completes.
 func controllerManagerCalls(t *testing.T, file string) map[string]int {
 	t.Helper()
-	f, err := os.Open(file)
-	require.NoError(t, err)
-	defer f.Close()
 	out := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e auditEvent
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
-		if e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, "kube-controller-manager/") {
-			continue
+	forEachAuditedRequest(t, file, func(e auditEvent, resource string, code int) {
+		if !strings.HasPrefix(e.UserAgent, "kube-controller-manager/") || e.ObjectRef.Resource == "events" || e.ObjectRef.Resource == "leases" ||
+			code == http.StatusNotFound || code == http.StatusConflict {
+			return
 		}
-		want := "ResponseComplete"
-		if e.Verb == "watch" {
-			want = "ResponseStarted"
-		}
-		res := e.ObjectRef.Resource
-		if e.Stage != want || res == "events" || res == "leases" {
-			continue
-		}
-		if e.ObjectRef.Subresource != "" {
-			res += "/" + e.ObjectRef.Subresource
-		}
-		code := 0
-		if e.ResponseStatus != nil {
-			code = e.ResponseStatus.Code
-		}
-		if code == http.StatusNotFound || code == http.StatusConflict {
-			continue
-		}
-		out[fmt.Sprintf("%s %s %d", e.Verb, res, code)]++
-	}
-	require.NoError(t, sc.Err())
+		out[fmt.Sprintf("%s %s %d", e.Verb, resource, code)]++
+	})
 	return out
 }
 

@@ -270,10 +270,30 @@ type auditEvent struct {
 // A watch is counted when it starts, every other request when it completes.
 func auditedCalls(t *testing.T, file string) map[string]int {
 	t.Helper()
+	out := map[string]int{}
+	forEachAuditedRequest(t, file, func(e auditEvent, resource string, code int) {
+		user, res := e.User.Username, e.ObjectRef.Resource
+		switch {
+		case user == "admin" && strings.HasPrefix(e.UserAgent, workloadAgent):
+		case user == schedulerUser && res != "events" && res != "leases":
+		case user == "system:apiserver" && (res == "pods" || res == "poddisruptionbudgets"):
+		default:
+			return
+		}
+		out[fmt.Sprintf("%s %s %s %d", user, e.Verb, resource, code)]++
+	})
+	return out
+}
+
+// forEachAuditedRequest calls each for every API request of the audit log
+// (not /readyz or /metrics), once: a watch when it starts, every other
+// request when it completes. resource is the request's
+// resource[/subresource], code its response code (0 without one).
+func forEachAuditedRequest(t *testing.T, file string, each func(e auditEvent, resource string, code int)) {
+	t.Helper()
 	f, err := os.Open(file)
 	require.NoError(t, err)
 	defer f.Close()
-	out := map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -289,14 +309,7 @@ func auditedCalls(t *testing.T, file string) map[string]int {
 		if e.Stage != want {
 			continue
 		}
-		user, res := e.User.Username, e.ObjectRef.Resource
-		switch {
-		case user == "admin" && strings.HasPrefix(e.UserAgent, workloadAgent):
-		case user == schedulerUser && res != "events" && res != "leases":
-		case user == "system:apiserver" && (res == "pods" || res == "poddisruptionbudgets"):
-		default:
-			continue
-		}
+		res := e.ObjectRef.Resource
 		if e.ObjectRef.Subresource != "" {
 			res += "/" + e.ObjectRef.Subresource
 		}
@@ -304,10 +317,9 @@ func auditedCalls(t *testing.T, file string) map[string]int {
 		if e.ResponseStatus != nil {
 			code = e.ResponseStatus.Code
 		}
-		out[fmt.Sprintf("%s %s %s %d", user, e.Verb, res, code)]++
+		each(e, res, code)
 	}
 	require.NoError(t, sc.Err())
-	return out
 }
 
 // observer follows the pods and PodDisruptionBudgets of callsNamespace

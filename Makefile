@@ -35,6 +35,10 @@ update-codegen-verified: ## Run the generators of each release line (LINE=<line>
 bench: ## scheduler_perf preemption benchmarks, pristine upstream vs patched gate off/on at the same time (BENCH_ROUNDS=5, BENCH_TOGETHER=1); writes benchmarks/
 	hack/make-rules/bench.sh
 
+.PHONY: bench-evictionrequest
+bench-evictionrequest: ## EvictionRequest controllers at scale on a local cluster of their own (KWOK, audit log): 200 evictions at once, 5000 blocked for 35 min, 200 deletions; requests per pod and per blocked Eviction-hour; writes benchmarks/evictionrequest-scale.md
+	hack/make-rules/bench-evictionrequest.sh
+
 .PHONY: bench-postfilter
 bench-postfilter: ## One preemption (DefaultPreemption.PostFilter) with the KEP-3280 gate off vs on, benchstat over BENCH_POSTFILTER_COUNT=10 runs; writes benchmarks/postfilter.md
 	hack/make-rules/bench-postfilter.sh

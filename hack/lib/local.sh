@@ -20,6 +20,8 @@
 #   LOCAL_ETCD_PEER_PORT   10359, 10347) are settable the same way
 #   LOCAL_CONTROLLER_MANAGER_PORT, LOCAL_SCHEDULER_PORT, LOCAL_KWOK_PORT
 #   LOCAL_WAIT             how long to wait for a healthy cluster (default 180s)
+#   LOCAL_AUDIT_POLICY     an audit policy file: kube-apiserver writes its audit log
+#                          to ${LOCAL_LOGS_DIR}/audit.log (default: none, no audit log)
 #
 # Everything the cluster writes (kwokctl's cluster directory with PKI, etcd
 # data, logs and pid files; the kubeconfig) stays under _output/local.
@@ -53,6 +55,7 @@ LOCAL_CONTROLLER_MANAGER_PORT="${LOCAL_CONTROLLER_MANAGER_PORT:-10357}"
 LOCAL_SCHEDULER_PORT="${LOCAL_SCHEDULER_PORT:-10359}"
 LOCAL_KWOK_PORT="${LOCAL_KWOK_PORT:-10347}"
 LOCAL_WAIT="${LOCAL_WAIT:-180}"
+LOCAL_AUDIT_POLICY="${LOCAL_AUDIT_POLICY:-}"
 
 # The binaries the cluster runs, and the build script that makes each: the
 # control plane of the release line LINE (default: the newest) from KUBE_BIN,

@@ -102,6 +102,10 @@ fi
 if [[ -n "${LOCAL_RUNTIME_CONFIG}" ]]; then
   create_args+=(--kube-runtime-config "${LOCAL_RUNTIME_CONFIG}")
 fi
+if [[ -n "${LOCAL_AUDIT_POLICY}" ]]; then
+  [[ -f "${LOCAL_AUDIT_POLICY}" ]] || fatal "LOCAL_AUDIT_POLICY=${LOCAL_AUDIT_POLICY} is not a file"
+  create_args+=(--kube-audit-policy "$(realpath "${LOCAL_AUDIT_POLICY}")")
+fi
 # kwokctl binds to 0.0.0.0; these extra flags come after its own (the later
 # flag wins) and keep everything on 127.0.0.1. They go in a config file:
 # The pinned kwokctl's --extra-args panics when a component is named twice.
@@ -147,6 +151,7 @@ LOCAL_KUBECONFIG=${LOCAL_KUBECONFIG}
 LOCAL_FEATURE_GATES=${LOCAL_FEATURE_GATES}
 LOCAL_RUNTIME_CONFIG=${LOCAL_RUNTIME_CONFIG}
 LOCAL_NODES=${LOCAL_NODES}
+LOCAL_AUDIT_POLICY=${LOCAL_AUDIT_POLICY}
 LOCAL_APISERVER_URL=https://127.0.0.1:${LOCAL_APISERVER_PORT}
 LOCAL_SCHEDULER_URL=https://127.0.0.1:${LOCAL_SCHEDULER_PORT}
 LOCAL_CONTROLLER_MANAGER_URL=https://127.0.0.1:${LOCAL_CONTROLLER_MANAGER_PORT}

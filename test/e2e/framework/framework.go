@@ -116,7 +116,7 @@ func Setup(t *testing.T) *Cluster {
 }
 
 func connect(kubeconfig string) (*Cluster, error) {
-	cfg, err := restConfig(kubeconfig)
+	cfg, err := RestConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -530,10 +530,10 @@ func MetricSum(body, name string, labels map[string]string) float64 {
 	return sum
 }
 
-// restConfig reads the current context of the local cluster's kubeconfig
+// RestConfig reads the current context of the local cluster's kubeconfig
 // (server, CA, client certificate files: what kwokctl writes). It does not
 // use clientcmd, which would add dependencies to this module.
-func restConfig(path string) (*rest.Config, error) {
+func RestConfig(path string) (*rest.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -751,7 +751,7 @@ func markdown(res *Results, command string, runErr error) string {
 	p("|---|---|")
 	p("| date (UTC) | %s, %s |", res.Start.UTC().Format(time.RFC3339), res.End.Sub(res.Start).Round(time.Second))
 	p("| settings | %s |", settings(res.Options))
-	p("| kube-controller-manager | its default client rate limits (`--kube-api-qps` 50, `--kube-api-burst` 100, per controller) |")
+	p("| kube-controller-manager | its default client rate limits (`--kube-api-qps` 20, `--kube-api-burst` 30; a client of its own for each controller) |")
 	if runErr != nil {
 		p("| result | **failed**: %s |", strings.ReplaceAll(runErr.Error(), "\n", " "))
 	} else {

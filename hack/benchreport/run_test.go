@@ -19,9 +19,11 @@ func TestRunMeasuresThePhase(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(t.TempDir(), "cpu.json")
+	t.Setenv("TEST_PROFILE", writeTestProfile(t))
 	script := `sleep 0.3
 exec 3>"$1/x-cpu.prof"
 timeout 1 bash -c 'while :; do :; done' || true
+cat "$TEST_PROFILE" >&3
 exec 3>&-
 sleep 0.5`
 	err := runRun([]string{"-watch", dir, "-out", out, "-name", "Case/Workload", "-pods", "10", "--", "bash", "-c", script, "bash", dir})
@@ -45,6 +47,10 @@ sleep 0.5`
 	}
 	if got, want := d["MeasuredPhasePerPod"], d["MeasuredPhase"]*1000/10; got != want {
 		t.Errorf("per pod: %v ms, want %v", got, want)
+	}
+	// The profile's samples: 60 ms on the scheduler's code of 100 ms.
+	if d["SchedulerPerPod"] != 6 || d["ProfiledPerPod"] != 10 {
+		t.Errorf("kube-scheduler %v ms of %v ms profiled per pod, want 6 of 10", d["SchedulerPerPod"], d["ProfiledPerPod"])
 	}
 }
 
@@ -85,6 +91,7 @@ exec 3>&-
 sleep "$3"
 exec 3>"$1/x-cpu.prof"
 sleep 0.2
+cat "$TEST_PROFILE" >&3
 exec 3>&-
 sleep 0.5`
 
@@ -114,6 +121,7 @@ func TestRunBarrierStartsThePhasesTogether(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
+	t.Setenv("TEST_PROFILE", writeTestProfile(t))
 	meet := t.TempDir()
 	setups := map[string]string{"fast": "0.1", "slow": "1.6"}
 	gaps := map[string]string{"fast": "0", "slow": "0.2"}
@@ -155,6 +163,7 @@ func TestRunBarrierDoesNotWaitForARunThatLeft(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
+	t.Setenv("TEST_PROFILE", writeTestProfile(t))
 	meet, dir := t.TempDir(), t.TempDir()
 	out := filepath.Join(t.TempDir(), "cpu.json")
 	barrierArgs := func(id string) []string {

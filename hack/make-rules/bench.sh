@@ -52,7 +52,9 @@
 # Every run has -perf-cpuprofile on: hack/benchreport run reads the CPU time
 # of the process and its descendants (etcd) when scheduler_perf creates the
 # profile at the start of the measured phase and when it closes it at the
-# end, and the CPU time of the whole run from rusage. The goals are decided
+# end, and the CPU time of the whole run from rusage; it also attributes the
+# profile's samples to kube-scheduler (a stack through its code), which the
+# KEP-3280 workloads' goals are decided on. The goals are decided
 # on the CPU time per measured pod, which a shared machine measures where
 # wall-clock time cannot; where perf stat counts instructions, the report
 # also gives the instructions per measured pod of the whole run. The

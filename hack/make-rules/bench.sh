@@ -211,8 +211,12 @@ done
 
 # BenchmarkVictimRemoval (test/integration): the kube-apiserver's CPU per
 # protected victim, deleted (gate off) or evicted (gate on), with the
-# patched binaries of _output/bin (built here if missing or older).
+# patched binaries of _output/bin (built here if missing or older); and
+# BenchmarkVictimRemovalUpstream, the same eviction sent to pristine
+# upstream's kube-apiserver (_output/bin/pristine) and to the patched one.
 "${REPO_ROOT}/hack/make-rules/build.sh" kube-apiserver >/dev/null || fatal "building kube-apiserver failed"
+[[ -x "${OUTPUT_BIN}/pristine/kube-apiserver" ]] || "${REPO_ROOT}/hack/make-rules/build-pristine.sh" kubernetes >/dev/null ||
+  fatal "building pristine upstream's kube-apiserver failed"
 log "building the BenchmarkVictimRemoval binary"
 (cd "${REPO_ROOT}" && go test -c -o "${BENCH_DIR}/bin/integration.test" ./test/integration) || fatal "building test/integration failed"
 
@@ -352,14 +356,15 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
   if [[ "${BENCH_VICTIM_REMOVAL}" != "0" ]]; then
     start=${SECONDS}
     out="${RUN}/data/victim-removal-round-${round}"
-    mkdir -p "${out}" "${RUN}/raw/gate-off/round-${round}" "${RUN}/raw/gate-on/round-${round}"
+    mkdir -p "${out}" "${RUN}/raw/gate-off/round-${round}" "${RUN}/raw/gate-on/round-${round}" "${RUN}/raw/upstream/round-${round}"
     (cd "${REPO_ROOT}" && KUBE_GUARD_VICTIM_REMOVAL_OUT="${out}" "${BENCH_DIR}/bin/integration.test" -test.run '^$' \
-      -test.bench '^BenchmarkVictimRemoval(FastPath)?$' -test.benchtime "${BENCH_VICTIM_REMOVAL}x") >"${RUN}/logs/victim-removal-round-${round}.log" 2>&1 ||
+      -test.bench '^BenchmarkVictimRemoval(FastPath|Upstream)?$' -test.benchtime "${BENCH_VICTIM_REMOVAL}x") >"${RUN}/logs/victim-removal-round-${round}.log" 2>&1 ||
       fatal "round ${round}: BenchmarkVictimRemoval failed: see ${RUN}/logs/victim-removal-round-${round}.log"
-    for w in VictimRemoval_ProtectedVictim VictimRemoval_ProtectedVictimFastPath; do
+    for w in VictimRemoval_ProtectedVictim VictimRemoval_ProtectedVictimFastPath VictimRemoval_GuardedVictimAgainstUpstream; do
       mv "${out}/${w}-gate-off.json" "${RUN}/raw/gate-off/round-${round}/${w}.json"
       mv "${out}/${w}-gate-on.json" "${RUN}/raw/gate-on/round-${round}/${w}.json"
     done
+    mv "${out}/VictimRemoval_GuardedVictimAgainstUpstream-upstream.json" "${RUN}/raw/upstream/round-${round}/VictimRemoval_GuardedVictimAgainstUpstream.json"
     log "round ${round}/${BENCH_ROUNDS}: BenchmarkVictimRemoval (${BENCH_VICTIM_REMOVAL} victims per method) in $((SECONDS - start)) s"
   fi
 done
@@ -395,7 +400,7 @@ meta=(
   -meta "upstream=${COMPONENT_MODULE} ${COMPONENT_VERSION}, tag ${COMPONENT_BASE_TAG} (${base_commit:0:12})"
   -meta "patched=$(component::series_files | wc -l) patches of $(component::rel_patches) on it (tree HEAD $(component::git rev-parse --short=12 HEAD)); kube-guard commit ${repo_commit}"
   -meta "workloads=$(describe_selections) (TESTCASE/NAME=BASE:PARAMS is workload BASE of the tree's ${PERF}/<topic>/performance-config.yaml with those parameters)"
-  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, every other gate at its default; VictimRemoval/ProtectedVictimFastPath: the kube-apiserver with the eviction fast path, $(IFS=,; echo "${FAST_PATH_GATES[*]}") (opt-in, EVICTION_FAST_PATH=1 in kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates"
+  -meta "variants=upstream: pristine; gate off / gate on: patched, ${GATE} set on every workload, every other gate at its default; VictimRemoval/ProtectedVictimFastPath: the kube-apiserver with the eviction fast path, $(IFS=,; echo "${FAST_PATH_GATES[*]}") (opt-in, EVICTION_FAST_PATH=1 in kube-guard's clusters; nothing of a DELETE); PreemptionProtected* are patched-only (upstream lacks the pod field), so their ratios are gate on / gate off; PreemptionPDB is added by patch 0001 and uses only upstream's features: upstream runs it from the patched tree's config and templates; VictimRemoval/GuardedVictimAgainstUpstream: the gate on's removal of a guarded victim (eviction, then the scheduler's condition) sent to pristine upstream's kube-apiserver (upstream) and to the patched one at default gates (gate on), the patched one's DELETE as gate off"
   -meta "CPU time=user + system time of the benchmark process and its descendants (etcd), read from /proc when scheduler_perf creates and closes the CPU profile of the measured phase (-perf-cpuprofile, on in every run), and from rusage for the whole run (hack/benchreport run); instructions: ${instructions}"
   -meta "rounds=${BENCH_ROUNDS}, one run of each workload and variant per round, ${together_text} $(printf '%s\n' "${orders[@]}" | paste -sd';' - | sed 's/;/; /g')"
 )

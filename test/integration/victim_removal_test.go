@@ -196,60 +196,95 @@ const (
 	profileVictims = 1500
 )
 
+// lane is one sequence of removals that benchmarkLanes measures: a method
+// against a kube-apiserver.
+type lane struct {
+	// name names the lane's figures (<name>-apiserver-cpu-ms/victim) and its
+	// victims' namespace; variant is the bench report's variant ("": not
+	// written).
+	name, variant string
+	server        *controlplane.APIServer
+	client        kubernetes.Interface
+	remove        func(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) error
+}
+
 // benchmarkVictimRemoval runs removals against a kube-apiserver started
-// with opts, b.N victims each. The victims of each method are in a namespace
-// of their own, all created before the first is removed. The methods then take
-// turns: in each of the turns, each method removes its next b.N/turns victims,
-// the method that goes first changing from turn to turn, and its CPU time is
-// the sum over its turns. The client is not rate-limited, so that a removal's
-// time is the work of the processes and not that of a limiter. With out set,
-// it writes out/<variant>.json for each method with a variant, and with
-// profileDir set, profileDir/<method>.pprof (see BenchmarkVictimRemoval).
+// with opts, b.N victims each (see benchmarkLanes). With profileDir set, it
+// then writes profileDir/<method>.pprof (see BenchmarkVictimRemoval).
 func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []removal, workload, out, profileDir string) {
 	b.StopTimer()
 	s := controlplane.StartAPIServer(b, opts)
-	ctx := context.Background()
+	c := unlimitedClient(b, s)
+	var lanes []lane
+	for _, r := range removals {
+		lanes = append(lanes, lane{name: r.name, variant: r.variant, server: s, client: c, remove: r.remove})
+	}
+	benchmarkLanes(b, lanes, workload, out)
+	if profileDir != "" && b.N > 1 {
+		for _, r := range removals {
+			profileRemoval(context.Background(), b, c, r, filepath.Join(profileDir, r.name+".pprof"))
+		}
+	}
+}
+
+// unlimitedClient returns a client of s without a client-side rate limiter,
+// so that a removal's time is the work of the processes and not that of a
+// limiter.
+func unlimitedClient(b *testing.B, s *controlplane.APIServer) kubernetes.Interface {
 	cfg := rest.CopyConfig(s.Config)
-	cfg.QPS = -1 // no client-side rate limiter
+	cfg.QPS = -1
 	c, err := kubernetes.NewForConfig(cfg)
 	require.NoError(b, err)
+	return c
+}
 
-	victims := make([][]*corev1.Pod, len(removals))
-	for i, r := range removals {
-		victims[i] = createVictims(ctx, b, c, victimNamespace(ctx, b, c, r.name), b.N)
+// benchmarkLanes runs b.N removals of each lane. The victims of each lane are
+// in a namespace of their own, all created before the first is removed. The
+// lanes then take turns: in each of the turns, each lane removes its next
+// b.N/turns victims, the lane that goes first changing from turn to turn,
+// and its CPU time (its kube-apiserver's and etcd's) is the sum over its
+// turns. With out set, it writes out/<workload>-<variant>.json for each lane
+// with a variant.
+func benchmarkLanes(b *testing.B, lanes []lane, workload, out string) {
+	b.StopTimer()
+	ctx := context.Background()
+	victims := make([][]*corev1.Pod, len(lanes))
+	for i, l := range lanes {
+		victims[i] = createVictims(ctx, b, l.client, victimNamespace(ctx, b, l.client, l.name), b.N)
 	}
-	api := make([]time.Duration, len(removals))
-	etcd := make([]time.Duration, len(removals))
-	wall := make([]time.Duration, len(removals))
-	requests := make([]map[string]float64, len(removals))
+	api := make([]time.Duration, len(lanes))
+	etcd := make([]time.Duration, len(lanes))
+	wall := make([]time.Duration, len(lanes))
+	requests := make([]map[string]float64, len(lanes))
 	for turn := 0; turn < turns; turn++ {
 		from, to := turn*b.N/turns, (turn+1)*b.N/turns
-		for j := range removals {
-			i := (turn + j) % len(removals)
-			requestsBefore := etcdRequests(ctx, b, c)
-			apiBefore, err := procstat.Read(s.PID)
+		for j := range lanes {
+			i := (turn + j) % len(lanes)
+			l := lanes[i]
+			requestsBefore := etcdRequests(ctx, b, l.client)
+			apiBefore, err := procstat.Read(l.server.PID)
 			require.NoError(b, err)
-			etcdBefore, err := procstat.Read(s.EtcdPID)
+			etcdBefore, err := procstat.Read(l.server.EtcdPID)
 			require.NoError(b, err)
 			b.StartTimer()
 			start := time.Now()
 			for _, pod := range victims[i][from:to] {
-				if err := removals[i].remove(ctx, c, pod); err != nil {
-					b.Fatalf("%s %s: %v", removals[i].name, pod.Name, err)
+				if err := l.remove(ctx, l.client, pod); err != nil {
+					b.Fatalf("%s %s: %v", l.name, pod.Name, err)
 				}
 			}
 			wall[i] += time.Since(start)
 			b.StopTimer()
-			apiAfter, err := procstat.Read(s.PID)
+			apiAfter, err := procstat.Read(l.server.PID)
 			require.NoError(b, err)
-			etcdAfter, err := procstat.Read(s.EtcdPID)
+			etcdAfter, err := procstat.Read(l.server.EtcdPID)
 			require.NoError(b, err)
 			api[i] += apiAfter.Self - apiBefore.Self
 			etcd[i] += etcdAfter.Self - etcdBefore.Self
 			if requests[i] == nil {
 				requests[i] = map[string]float64{}
 			}
-			for key, count := range etcdRequests(ctx, b, c) {
+			for key, count := range etcdRequests(ctx, b, l.client) {
 				if d := count - requestsBefore[key]; d != 0 {
 					requests[i][key] += d
 				}
@@ -258,25 +293,25 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 	}
 
 	n := float64(b.N)
-	for i, r := range removals {
-		left, err := c.CoreV1().Pods(victims[i][0].Namespace).List(ctx, metav1.ListOptions{})
+	for i, l := range lanes {
+		left, err := l.client.CoreV1().Pods(victims[i][0].Namespace).List(ctx, metav1.ListOptions{})
 		require.NoError(b, err)
-		require.Empty(b, left.Items, "victims left after %s", r.name)
+		require.Empty(b, left.Items, "victims left after %s", l.name)
 		apiPerVictim := float64(api[i]) / float64(time.Millisecond) / n
 		etcdPerVictim := float64(etcd[i]) / float64(time.Millisecond) / n
-		b.ReportMetric(apiPerVictim, r.name+"-apiserver-cpu-ms/victim")
-		b.ReportMetric(etcdPerVictim, r.name+"-etcd-cpu-ms/victim")
-		b.ReportMetric(float64(wall[i])/float64(time.Millisecond)/n, r.name+"-ms/victim")
+		b.ReportMetric(apiPerVictim, l.name+"-apiserver-cpu-ms/victim")
+		b.ReportMetric(etcdPerVictim, l.name+"-etcd-cpu-ms/victim")
+		b.ReportMetric(float64(wall[i])/float64(time.Millisecond)/n, l.name+"-ms/victim")
 		total := 0.0
 		var perVictim []string
 		for _, key := range slices.Sorted(maps.Keys(requests[i])) {
 			total += requests[i][key]
 			perVictim = append(perVictim, fmt.Sprintf("%s %.2f", key, requests[i][key]/n))
 		}
-		b.ReportMetric(total/n, r.name+"-etcd-requests/victim")
-		b.Logf("%s: etcd requests per victim, by operation and resource: %s", r.name, strings.Join(perVictim, ", "))
-		if out != "" && b.N > 1 && r.variant != "" {
-			writeVictimRemoval(b, filepath.Join(out, strings.ReplaceAll(workload, "/", "_")+"-"+r.variant+".json"), workload, b.N, map[string]float64{
+		b.ReportMetric(total/n, l.name+"-etcd-requests/victim")
+		b.Logf("%s: etcd requests per victim, by operation and resource: %s", l.name, strings.Join(perVictim, ", "))
+		if out != "" && b.N > 1 && l.variant != "" {
+			writeVictimRemoval(b, filepath.Join(out, strings.ReplaceAll(workload, "/", "_")+"-"+l.variant+".json"), workload, b.N, map[string]float64{
 				"APIServerPerVictim":    apiPerVictim,
 				"EtcdPerVictim":         etcdPerVictim,
 				"EtcdRequestsPerVictim": total / n,
@@ -284,11 +319,38 @@ func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []
 			})
 		}
 	}
-	if profileDir != "" && b.N > 1 {
-		for _, r := range removals {
-			profileRemoval(ctx, b, c, r, filepath.Join(profileDir, r.name+".pprof"))
+}
+
+// BenchmarkVictimRemovalUpstream compares the kube-apiserver's CPU per
+// guarded victim with pristine upstream's: the same removal (the gate on's
+// for a victim guarded by KEP-3280: the eviction, then the scheduler's
+// condition), sent to pristine upstream's kube-apiserver
+// (_output/bin/pristine, variant "upstream") and to kube-guard's with every
+// gate at its default ("gate-on"), each with an etcd of its own, the two
+// taking turns; and kube-guard's DELETE of a victim (upstream's preemption,
+// "gate-off"), the price of a removal that does not respect the budget,
+// reported beside. make bench reports it as the workload
+// VictimRemoval/GuardedVictimAgainstUpstream, whose goal is the
+// kube-apiserver's CPU per evicted victim at most that of upstream.
+func BenchmarkVictimRemovalUpstream(b *testing.B) {
+	b.StopTimer()
+	upstream := controlplane.StartAPIServer(b, controlplane.Options{Binary: filepath.Join(controlplane.PristineBinDir(b), "kube-apiserver")})
+	fork := controlplane.StartAPIServer(b, controlplane.Options{})
+	upstreamClient, forkClient := unlimitedClient(b, upstream), unlimitedClient(b, fork)
+	var evict, del removal
+	for _, r := range removals {
+		switch r.variant {
+		case "gate-on":
+			evict = r
+		case "gate-off":
+			del = r
 		}
 	}
+	benchmarkLanes(b, []lane{
+		{name: "upstream-evict", variant: "upstream", server: upstream, client: upstreamClient, remove: evict.remove},
+		{name: "evict", variant: "gate-on", server: fork, client: forkClient, remove: evict.remove},
+		{name: "delete", variant: "gate-off", server: fork, client: forkClient, remove: del.remove},
+	}, "VictimRemoval/GuardedVictimAgainstUpstream", os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_OUT"))
 }
 
 // victimNamespace creates a namespace for the victims of method, and the

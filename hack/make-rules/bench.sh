@@ -96,8 +96,10 @@
 #   BENCH_ROUNDS=5            rounds
 #   BENCH_TOGETHER=1          1: the variants of a workload run at the same
 #                             time in each round; 0: one after the other
-#   BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED, BENCH_PROTECTED_SCALE
-#                             workloads (defaults below; BENCH_PDB is a list;
+#   BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED, BENCH_PROTECTED_SCALE,
+#   BENCH_PROTECTED_FAST_PATH  workloads (defaults below; BENCH_PDB is a list;
+#                             BENCH_PROTECTED_FAST_PATH runs with the eviction
+#                             fast path's gates on in both variants;
 #                             set empty, a knob runs none of its workloads,
 #                             e.g. BENCH_BASIC= BENCH_ASYNC= BENCH_PDB= for
 #                             the KEP-3280 workloads alone)
@@ -117,6 +119,7 @@ BENCH_PDB="${BENCH_PDB-250Nodes=500Nodes:initNodes=250,pdbs=250,initPods=1000,me
 BENCH_PROTECTED="${BENCH_PROTECTED-100Nodes}"
 BENCH_VICTIM_REMOVAL="${BENCH_VICTIM_REMOVAL:-400}"
 BENCH_PROTECTED_SCALE="${BENCH_PROTECTED_SCALE-1000Nodes_100Preemptors=1000Nodes:preemptors=100}"
+BENCH_PROTECTED_FAST_PATH="${BENCH_PROTECTED_FAST_PATH-100Nodes_FastPath=100Nodes}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 BENCH_OUT="${BENCH_OUT:-${REPO_ROOT}/benchmarks}"
 [[ "${BENCH_ROUNDS}" =~ ^[1-9][0-9]*$ ]] || fatal "BENCH_ROUNDS must be a positive number, not '${BENCH_ROUNDS}'"
@@ -156,6 +159,7 @@ selections() {
     disruption_policy)
       [[ -z "${BENCH_PROTECTED}" ]] || printf '%s\n' "PreemptionProtectedBelowThreshold/${BENCH_PROTECTED}" "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED}"
       [[ -z "${BENCH_PROTECTED_SCALE}" ]] || printf '%s\n' "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED_SCALE}"
+      [[ -z "${BENCH_PROTECTED_FAST_PATH}" ]] || printf '%s\n' "PreemptionProtectedAboveThreshold/${BENCH_PROTECTED_FAST_PATH}@$(IFS=,; echo "${FAST_PATH_GATES[*]}")"
       ;;
   esac
 }
@@ -173,7 +177,7 @@ runs() {
   [[ "$1" != upstream || "$2" != disruption_policy ]] && [[ -n "$(selections "$2")" ]]
 }
 [[ -n "$(selections default_preemption)$(selections disruption_policy)" || "${BENCH_VICTIM_REMOVAL}" != 0 ]] ||
-  fatal "no workload selected: BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED and BENCH_PROTECTED_SCALE are empty and BENCH_VICTIM_REMOVAL is 0"
+  fatal "no workload selected: BENCH_BASIC, BENCH_ASYNC, BENCH_PDB, BENCH_PROTECTED, BENCH_PROTECTED_SCALE and BENCH_PROTECTED_FAST_PATH are empty and BENCH_VICTIM_REMOVAL is 0"
 
 tree_of() {
   if [[ "$1" == upstream ]]; then echo "${UPSTREAM_TREE}"; else echo "${COMPONENT_TREE}"; fi

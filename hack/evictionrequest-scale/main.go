@@ -70,15 +70,15 @@ var controllers = []string{"evictionrequest-controller", "imperative-eviction-re
 // serves.
 var steps = map[string]string{
 	"evictionrequest-controller create evictions":                      "one Eviction per target pod",
-	"evictionrequest-controller update evictions/status":               "responders listed and the first activated; the final condition (TargetEvicted, or Failed) with the Active responder's end",
+	"evictionrequest-controller update evictions/status":               "responders listed and the first activated; the imperative responder's completion once the pod is gone; the final condition (TargetEvicted, or Failed) with the Active responder's end",
 	"evictionrequest-controller update evictionrequests/status":        "the Eviction's conditions mirrored into the request, with its observed generation (at the start, and when the Eviction ends)",
 	"evictionrequest-controller create events":                         "an event when the Eviction ends, or a responder is interrupted",
 	"evictionrequest-controller patch events":                          "the same event again (the event recorder's aggregation)",
 	"evictionrequest-controller get pods":                              "quorum read of a target the pod informer does not show",
 	"evictionrequest-controller get evictions":                         "read again after a conflicting status write",
 	"imperative-eviction-responder-controller create pods/eviction":    "the eviction through the eviction API (PodDisruptionBudgets decide)",
-	"imperative-eviction-responder-controller update evictions/status": "the responder's report: heartbeat with a refused attempt, the pod terminating with its expected completion, completionTime",
-	"imperative-eviction-responder-controller create events":           "the responder's event (KEP: optional, an appropriate number): Evicted, or FailedEviction at most once per heartbeat",
+	"imperative-eviction-responder-controller update evictions/status": "the responder's report: a heartbeat with a refused attempt (at most every 3 minutes), the pod terminating with its expected completion",
+	"imperative-eviction-responder-controller create events":           "the responder's event (KEP: optional, an appropriate number): Evicted, or FailedEviction when a refusal is new",
 	"imperative-eviction-responder-controller patch events":            "the same event again (the event recorder's aggregation)",
 	"imperative-eviction-responder-controller get pods":                "quorum read of a target the pod informer does not show",
 	"imperative-eviction-responder-controller get evictions":           "read again after a conflicting status write",
@@ -102,7 +102,15 @@ func main() {
 	flag.IntVar(&o.deletions, "deletions", 200, "blocked pods then deleted at once")
 	flag.DurationVar(&o.blockedFor, "blocked-for", 35*time.Minute, "how long the blocked Evictions are watched")
 	flag.DurationVar(&o.window, "window", 10*time.Minute, "the last part of the blocked phase counted per hour")
+	render := flag.String("render", "", "write <out>.md again from this results file (<out>.json of a run), with this program's names of the KEP's steps")
 	flag.Parse()
+	if *render != "" {
+		if err := rerender(*render, o); err != nil {
+			fmt.Fprintln(os.Stderr, "evictionrequest-scale:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.kubeconfig == "" || o.auditLog == "" || o.out == "" {
 		fmt.Fprintln(os.Stderr, "usage: evictionrequest-scale -kubeconfig F -audit-log F -out F [flags]")
 		os.Exit(2)
@@ -170,6 +178,16 @@ type Duration time.Duration
 
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).Round(time.Second).String())
+}
+
+func (d *Duration) UnmarshalJSON(data []byte) error {
+	var text string
+	if err := json.Unmarshal(data, &text); err != nil {
+		return err
+	}
+	parsed, err := time.ParseDuration(text)
+	*d = Duration(parsed)
+	return err
 }
 
 func writeJSON(path string, res *Results) error {
@@ -813,4 +831,31 @@ func table(p func(string, ...any), counts []Count, per string) {
 	for _, c := range counts {
 		p("| `%s` | %.2f | %d | %s |", c.Request, c.Per, c.Total, c.Step)
 	}
+}
+
+// rerender writes the markdown of a run's results again.
+func rerender(path string, o options) error {
+	if o.out == "" {
+		return errors.New("-render needs -out")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, counts := range [][]Count{res.HappyRequests, res.BlockedRequests, res.BlockedRequestsAll} {
+		for i := range counts {
+			if step, ok := steps[counts[i].Request]; ok {
+				counts[i].Step = step
+			}
+		}
+	}
+	var runErr error
+	if len(res.Violations) > 0 {
+		runErr = fmt.Errorf("%d guarantees broke:\n  %s", len(res.Violations), strings.Join(res.Violations, "\n  "))
+	}
+	return os.WriteFile(o.out+".md", []byte(markdown(&res, o.command, runErr)), 0o644)
 }

@@ -16,7 +16,8 @@
 # down at the end (BENCH_ER_KEEP=1 keeps it, with its logs).
 #
 # Knobs: BENCH_ER_HAPPY=200 BENCH_ER_BLOCKED=5000 BENCH_ER_DELETIONS=200
-# BENCH_ER_BLOCKED_FOR=35m BENCH_ER_WINDOW=10m LOCAL_NODES=10 BENCH_OUT=benchmarks
+# BENCH_ER_BLOCKED_FOR=35m BENCH_ER_WINDOW=10m BENCH_OUT=benchmarks; LOCAL_NODES
+# (hack/lib/local.sh) spreads the pods, each node's capacity made to fit them.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 source "${REPO_ROOT}/hack/lib/local.sh"
@@ -37,7 +38,6 @@ done
 running="$(local::running_pids)"
 [[ -z "${running}" ]] || fatal "a local cluster is running; the benchmark needs one of its own: stop it with 'make local-down'"
 
-export LOCAL_NODES="${LOCAL_NODES:-10}"
 # Room for every pod of the benchmark on the nodes, and a few more.
 export LOCAL_NODE_PODS=$(((BENCH_ER_HAPPY + BENCH_ER_BLOCKED) / LOCAL_NODES + 20))
 export LOCAL_AUDIT_POLICY="${REPO_ROOT}/build/local/audit-policy.yaml"

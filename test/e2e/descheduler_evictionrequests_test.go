@@ -35,6 +35,10 @@ import (
 const deschedulerRequester = "descheduler.e2e.kube-guard.io/main"
 
 // withResponder makes a pod declare an eviction responder of its own.
+// withoutRequestEvictOnly: the pod does not carry the request-evict-only
+// annotation, as a pod of the evacuation mode need not.
+func withoutRequestEvictOnly(pod *corev1.Pod) { delete(pod.Annotations, evictionRequestAnnotation) }
+
 func withResponder(name string) podOption {
 	return func(pod *corev1.Pod) {
 		pod.Spec.EvictionResponders = append(pod.Spec.EvictionResponders, corev1.EvictionResponder{Name: name, Priority: ptr.To[int32](10000)})
@@ -59,9 +63,11 @@ func requestsOf(ctx context.Context, c *cluster, ns, requester string) (map[stri
 // TestDeschedulerEvacuationModeEvictionRequests: the descheduler in the
 // evacuation mode (evictionRequests), with the permissions of the RBAC
 // manifest it ships and no more, asks for every eviction with one
-// EvictionRequest per pod and never evicts itself. kube-controller-manager
-// hands a pod that declares its own responder to that responder first (the
-// test plays it: it removes the pod, then completes) and evicts a pod that
+// EvictionRequest per pod and never evicts a running pod itself, but one
+// that carries the request-evict-only annotation and declares no responder
+// (KEP-1397's fallback to the eviction API). kube-controller-manager hands a
+// pod that declares its own responder to that responder first (the test
+// plays it: it removes the pod, then completes) and evicts a pod that
 // declares none through the eviction API. A pod whose eviction another
 // requester has in progress is left alone. Once finished, the descheduler
 // deletes its requests.
@@ -71,7 +77,11 @@ func TestDeschedulerEvacuationModeEvictionRequests(t *testing.T) {
 	ns := c.Namespace(t, "kep1397-evictionrequests")
 	const migrator = "migrator.e2e.kube-guard.io/vm"
 	vm := c.evacuationPod(t, ns, "vm", "", true, false, withResponder(migrator))
-	c.evacuationPod(t, ns, "web", "", true, false)
+	c.evacuationPod(t, ns, "web", "", true, false, withoutRequestEvictOnly)
+	// legacy asks for eviction in background through the annotation and
+	// declares no responder: the descheduler evicts it through the
+	// eviction API (no webhook takes it over here: it is evicted).
+	c.evacuationPod(t, ns, "legacy", "", true, false)
 	busy := c.evacuationPod(t, ns, "busy", "", true, false, withResponder(neverAnswers))
 	// Another requester's eviction of busy stays in progress: its responder
 	// never answers within the test.
@@ -157,9 +167,22 @@ func TestDeschedulerEvacuationModeEvictionRequests(t *testing.T) {
 	})
 	_, err = c.Client.LifecycleV1alpha1().EvictionRequests(ns).Get(context.Background(), "someone-else", metav1.GetOptions{})
 	require.NoError(t, err, "another requester's request")
-	require.Empty(t, d.logLines("Evicted pod"), "the descheduler evicted a pod itself")
-	_, err = c.Client.CoreV1().Pods(ns).Get(context.Background(), "web", metav1.GetOptions{})
-	require.True(t, apierrors.IsNotFound(err), "web was evicted: %v", err)
+	evicted := d.logLines("Evicted pod")
+	require.Len(t, evicted, 1, "the descheduler evicted one pod itself, legacy: %v", evicted)
+	require.Contains(t, evicted[0], fmt.Sprintf("pod=%q", ns+"/legacy"))
+	require.Empty(t, byPodOf(t, c, ns)["legacy"], "an EvictionRequest for legacy")
+	for _, name := range []string{"web", "legacy"} {
+		_, err = c.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "%s was evicted: %v", name, err)
+	}
+}
+
+// byPodOf returns the descheduler's requests in ns by target pod name.
+func byPodOf(t *testing.T, c *cluster, ns string) map[string][]lifecyclev1alpha1.EvictionRequest {
+	t.Helper()
+	byPod, err := requestsOf(context.Background(), c, ns, deschedulerRequester)
+	require.NoError(t, err)
+	return byPod
 }
 
 // requestName returns the name of the descheduler's request for pod.

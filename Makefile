@@ -85,6 +85,10 @@ kind-down: ## Delete the kind cluster of kind-up
 kind-e2e: ## test/e2e on the kind cluster (real kubelets), then upstream's e2e.test focused on preemption, disruption and PriorityClass
 	hack/make-rules/kind-e2e.sh
 
+.PHONY: kind-upgrade-test
+kind-upgrade-test: ## The adoption path on kind: upstream's control plane, replaced in place by the fork's (gates default, then on), back to upstream and forth; no pod restarts (docs/kind.md)
+	hack/make-rules/kind-upgrade-test.sh
+
 ##@ Patch series and rebases (COMPONENT=kubernetes by default; any folder build/<c>/ with a component.env). A new patch goes into a topic: a 'Topic: <topic>' trailer, the topic listed in patches/<c>/<line>/topics with a TOPIC.md (docs/development.md)
 
 .PHONY: materialize

@@ -19,6 +19,14 @@
 #   KIND_CGROUP_ROOT     the host's cgroup filesystem, where the teardown
 #                        thaws what the cgroup freezer holds of a node
 #                        (default /sys/fs/cgroup)
+#   KIND_KUBERNETES_VERSION  the control plane's version kubeadm deploys: its
+#                        images registry.k8s.io/kube-*:<version> must be in the
+#                        node image or in KIND_IMAGE_ARCHIVES (default: the
+#                        node image's own, /kind/version)
+#   KIND_IMAGE_ARCHIVES  image archives (docker save or `make images` .tar
+#                        files), space-separated, that every node imports
+#                        into containerd at boot besides the node image's
+#                        own (default none)
 
 # shellcheck disable=SC2034
 source "${REPO_ROOT}/hack/lib/gates.sh"
@@ -31,6 +39,8 @@ KIND_FEATURE_GATES="${KIND_FEATURE_GATES-${GATES_DEFAULT}}"
 KIND_RUNTIME_CONFIG="${KIND_RUNTIME_CONFIG-$(gates::runtime_config "${KIND_FEATURE_GATES}")}"
 KIND_WAIT="${KIND_WAIT:-300}"
 KIND_API_SERVER_PORT="${KIND_API_SERVER_PORT:-0}"
+KIND_KUBERNETES_VERSION="${KIND_KUBERNETES_VERSION:-}"
+KIND_IMAGE_ARCHIVES="${KIND_IMAGE_ARCHIVES:-}"
 
 # kind::kind ARGS...: the pinned kind.
 kind::kind() {

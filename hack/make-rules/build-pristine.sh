@@ -11,13 +11,16 @@
 # with the patched build.
 #
 # Usage: build-pristine.sh [component...]   (default: every component that sets PRISTINE_BINARIES)
+# PRISTINE_BINARIES_EXTRA (space-separated) builds these binaries of each
+# named component too (make kind-upgrade-test: kube-proxy and the images'
+# kube-log-runner, for pristine upstream's images).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 source "${REPO_ROOT}/hack/lib/build.sh"
 
 mapfile -t components < <(component::named_or_all "$@")
 for c in "${components[@]}"; do
-  read -ra binaries <<<"$(component::setting "${c}" PRISTINE_BINARIES)"
+  read -ra binaries <<<"$(component::setting "${c}" PRISTINE_BINARIES) ${PRISTINE_BINARIES_EXTRA:-}"
   [[ ${#binaries[@]} -gt 0 ]] || continue
   (
     component::load "${c}"

@@ -24,6 +24,13 @@ source "${REPO_ROOT}/hack/lib/kind.sh"
 if ((KIND_API_SERVER_PORT != 0)) && port_busy "${KIND_API_SERVER_PORT}"; then
   fatal "port ${KIND_API_SERVER_PORT} on 127.0.0.1 (KIND_API_SERVER_PORT) is in use by another process; free it, choose another, or leave it unset so that kind picks a free one"
 fi
+if [[ -n "${KIND_KUBERNETES_VERSION}" ]] && ! [[ "${KIND_KUBERNETES_VERSION}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]*)?$ ]]; then
+  fatal "KIND_KUBERNETES_VERSION=${KIND_KUBERNETES_VERSION} is not a Kubernetes version (vMAJOR.MINOR.PATCH[-PRE])"
+fi
+read -ra archives <<<"${KIND_IMAGE_ARCHIVES}"
+for a in "${archives[@]}"; do
+  [[ -f "${a}" && -r "${a}" ]] || fatal "KIND_IMAGE_ARCHIVES: ${a} is not a readable file"
+done
 read -r version _ < <(version::of kubernetes "make node-image")
 image="${KIND_NODE_IMAGE:-kube-guard/node:${version}}"
 [[ "${version}" =~ ^v([0-9]+)\.([0-9]+)\. ]] || fatal "cannot read the minor release of ${version}"
@@ -70,15 +77,28 @@ config="${KIND_DIR}/config.yaml"
     echo "  apiServerAddress: 127.0.0.1"
     echo "  apiServerPort: ${KIND_API_SERVER_PORT}"
   fi
+  # extra_mounts: the archives of KIND_IMAGE_ARCHIVES in a node, where the
+  # node image's preload imports them with its own (/kind/images/*.tar).
+  extra_mounts() {
+    local i=0 a
+    ((${#archives[@]} > 0)) || return 0
+    echo "  extraMounts:"
+    for a in "${archives[@]}"; do
+      echo "  - {hostPath: \"$(realpath "${a}")\", containerPath: \"/kind/images/extra-${i}-$(basename "${a}")\", readOnly: true}"
+      i=$((i + 1))
+    done
+  }
   echo "nodes:"
   echo "- role: control-plane"
+  extra_mounts
   # The workers carry the labels of the local cluster's KWOK nodes (an
   # index, a zone of two), so that the e2e tests can aim pods at a node.
   for ((i = 0; i < KIND_WORKERS; i++)); do
     echo "- role: worker"
     echo "  labels: {type: kind, kube-guard.io/node-index: \"${i}\", topology.kubernetes.io/zone: zone-$((i % 2))}"
+    extra_mounts
   done
-  if [[ ! -f /sys/fs/cgroup/cgroup.controllers || -n "${etcd_image_tag}${coredns_image_tag}" ]]; then
+  if [[ ! -f /sys/fs/cgroup/cgroup.controllers || -n "${etcd_image_tag}${coredns_image_tag}${KIND_KUBERNETES_VERSION}" ]]; then
     echo "kubeadmConfigPatches:"
   fi
   if [[ ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
@@ -89,10 +109,12 @@ config="${KIND_DIR}/config.yaml"
   failCgroupV1: false
 YAML
   fi
-  if [[ -n "${etcd_image_tag}${coredns_image_tag}" ]]; then
-    # The node image's etcd and CoreDNS, where kubeadm would name others.
+  if [[ -n "${etcd_image_tag}${coredns_image_tag}${KIND_KUBERNETES_VERSION}" ]]; then
+    # The node image's etcd and CoreDNS, where kubeadm would name others;
+    # the control plane's version, where another is asked for.
     echo "- |"
     echo "  kind: ClusterConfiguration"
+    [[ -z "${KIND_KUBERNETES_VERSION}" ]] || printf '  kubernetesVersion: "%s"\n' "${KIND_KUBERNETES_VERSION}"
     [[ -z "${etcd_image_tag}" ]] || printf '  etcd:\n    local:\n      imageTag: "%s"\n' "${etcd_image_tag}"
     [[ -z "${coredns_image_tag}" ]] || printf '  dns:\n    imageTag: "%s"\n' "${coredns_image_tag}"
   fi
@@ -125,7 +147,7 @@ YAML
   fi
 } >"${config}"
 
-log "creating the kind cluster '${KIND_NAME}' (${image}, 1 control plane + ${KIND_WORKERS} workers, gates: ${KIND_FEATURE_GATES:-none})"
+log "creating the kind cluster '${KIND_NAME}' (${image}${KIND_KUBERNETES_VERSION:+, control plane ${KIND_KUBERNETES_VERSION}}, 1 control plane + ${KIND_WORKERS} workers, gates: ${KIND_FEATURE_GATES:-none}${KIND_IMAGE_ARCHIVES:+, ${#archives[@]} more image archives})"
 start=$(date +%s)
 if ! kind::kind create cluster --name "${KIND_NAME}" --image "${image}" --config "${config}" \
   --kubeconfig "${KIND_KUBECONFIG}" --wait "${KIND_WAIT}s" --retain; then

@@ -186,6 +186,9 @@ func TestKindUpRefusesBadSettings(t *testing.T) {
 		{"KIND_API_SERVER_PORT=http", "KIND_API_SERVER_PORT=http is not a port number"},
 		{"KIND_API_SERVER_PORT=70000", "KIND_API_SERVER_PORT=70000 is not a port number"},
 		{"KIND_API_SERVER_PORT=" + busyPort, "port " + busyPort + " on 127.0.0.1 (KIND_API_SERVER_PORT) is in use"},
+		{"KIND_KUBERNETES_VERSION=9.8.7", "KIND_KUBERNETES_VERSION=9.8.7 is not a Kubernetes version"},
+		{"KIND_KUBERNETES_VERSION=v9.8", "KIND_KUBERNETES_VERSION=v9.8 is not a Kubernetes version"},
+		{"KIND_IMAGE_ARCHIVES=/nonexistent/kube-apiserver.tar", "KIND_IMAGE_ARCHIVES: /nonexistent/kube-apiserver.tar is not a readable file"},
 	} {
 		out, err := h.run(t, "kind-up.sh", tc.env)
 		require.Error(t, err, "%s: %s", tc.env, out)
@@ -494,4 +497,54 @@ func TestKindUpGivesKubeadmTheNodeImagesTags(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKindUpRunsAnotherControlPlane: KIND_KUBERNETES_VERSION is the version
+// kubeadm deploys, and every node imports the images of KIND_IMAGE_ARCHIVES
+// with the node image's own (make kind-upgrade-test: upstream's control
+// plane on the fork's node image); without them, neither is in the config.
+func TestKindUpRunsAnotherControlPlane(t *testing.T) {
+	h := newHarness(t)
+	version := h.forkVersion(t)
+	dir := t.TempDir()
+	var archives []string
+	for _, name := range []string{"kube-apiserver.tar", "kube-proxy.tar"} {
+		archives = append(archives, filepath.Join(dir, name))
+		require.NoError(t, os.WriteFile(archives[len(archives)-1], []byte("archive"), 0o644))
+	}
+	out, err := h.run(t, "kind-up.sh", "STUB_NODE_VERSION="+version, "KIND_WORKERS=1", "KIND_KUBERNETES_VERSION=v9.8.7",
+		"KIND_IMAGE_ARCHIVES="+strings.Join(archives, " "))
+	require.Error(t, err, out) // the stand-in kind cannot create clusters
+	require.Contains(t, out, "control plane v9.8.7")
+	config, err := os.ReadFile(filepath.Join(h.out, "kind", "config.yaml"))
+	require.NoError(t, err)
+	var parsed struct {
+		Nodes []struct {
+			Role        string
+			ExtraMounts []struct {
+				HostPath, ContainerPath string
+				ReadOnly                bool
+			} `json:"extraMounts"`
+		}
+		KubeadmConfigPatches []string `json:"kubeadmConfigPatches"`
+	}
+	require.NoError(t, yaml.Unmarshal(config, &parsed), string(config))
+	require.Len(t, parsed.Nodes, 2, string(config))
+	for _, n := range parsed.Nodes {
+		require.Len(t, n.ExtraMounts, 2, "%s node", n.Role)
+		for i, m := range n.ExtraMounts {
+			require.Equal(t, archives[i], m.HostPath)
+			require.Equal(t, "/kind/images/extra-"+strconv.Itoa(i)+"-"+filepath.Base(archives[i]), m.ContainerPath)
+			require.True(t, m.ReadOnly)
+		}
+	}
+	require.Contains(t, parsed.KubeadmConfigPatches, "kind: ClusterConfiguration\nkubernetesVersion: \"v9.8.7\"\n", string(config))
+
+	require.NoError(t, os.RemoveAll(h.log))
+	out, err = h.run(t, "kind-up.sh", "STUB_NODE_VERSION="+version)
+	require.Error(t, err, out)
+	config, err = os.ReadFile(filepath.Join(h.out, "kind", "config.yaml"))
+	require.NoError(t, err)
+	require.NotContains(t, string(config), "extraMounts")
+	require.NotContains(t, string(config), "kubernetesVersion")
 }

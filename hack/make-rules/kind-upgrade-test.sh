@@ -46,6 +46,9 @@ read -r version _ < <(version::of kubernetes "make node-image")
 if ! docker image inspect "kube-guard/node:${version}" >/dev/null 2>&1; then
   "${REPO_ROOT}/hack/make-rules/node-image.sh"
 fi
+# kind-up's kubectl (an image loaded into docker before _output was removed
+# leaves it unbuilt).
+[[ -x "$(line::bin)/kubectl" ]] || "${REPO_ROOT}/hack/make-rules/build.sh" kubectl
 
 # Pristine upstream's control plane and kube-proxy, as release images.
 PRISTINE_BINARIES_EXTRA="kube-proxy kube-log-runner" "${REPO_ROOT}/hack/make-rules/build-pristine.sh" kubernetes
@@ -69,9 +72,10 @@ archives=()
 for i in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
   archives+=("${images}/${i}.tar")
 done
+# The cluster goes at the end, also when it never became ready.
+[[ "${KIND_KEEP:-0}" == "1" ]] || trap kind::teardown EXIT
 KIND_FEATURE_GATES="" KIND_RUNTIME_CONFIG="" KIND_KUBERNETES_VERSION="${upstream_version}" \
   KIND_IMAGE_ARCHIVES="${archives[*]}" "${REPO_ROOT}/hack/make-rules/kind-up.sh"
-[[ "${KIND_KEEP:-0}" == "1" ]] || trap kind::teardown EXIT
 
 log "kind upgrade test: ${upstream_version} (pristine upstream) -> ${version} (kube-guard) -> gate on -> ${upstream_version} -> ${version}, gate on"
 start="$(date +%s)"

@@ -194,7 +194,11 @@ func TestUpgradeFromUpstreamAndBack(t *testing.T) {
 			require.Equal(t, threshold, *got, step)
 			t.Logf("%s: pod %s, only read by upstream, kept its threshold", step, p.Name)
 		default:
-			t.Logf("%s: pod %s, written while the kube-apiserver was replaced: threshold %v", step, p.Name, got)
+			shown := "none"
+			if got != nil {
+				shown = fmt.Sprint(*got)
+			}
+			t.Logf("%s: pod %s, written while the kube-apiserver was replaced: threshold %s", step, p.Name, shown)
 		}
 	}
 	probe = c.probe(t, 5, "adoption-guarded")

@@ -53,6 +53,16 @@ kind::exists() {
   kind::kind get clusters 2>/dev/null | grep -qx "${KIND_NAME}"
 }
 
+# kind::refuse_existing [WHY]: fails, saying what to do (WHY first, when
+# given), when the cluster exists or docker still has node containers of it.
+kind::refuse_existing() {
+  local left
+  left="$(kind::node_containers | awk '{ printf "%s%s (%s)", (NR > 1 ? ", " : ""), $1, $2 }')"
+  if [[ -n "${left}" ]] || kind::exists; then
+    fatal "the kind cluster '${KIND_NAME}' exists already${left:+ (node containers: ${left})}: ${1:+$1; }make kind-down first; it says what blocks it if docker cannot remove them"
+  fi
+}
+
 # kind::node_containers: the cluster's node containers that docker still
 # has, running or not: "NAME STATE", one a line.
 kind::node_containers() {

@@ -38,10 +38,7 @@ previous_minor="${BASH_REMATCH[1]}.$((BASH_REMATCH[2] - 1))"
 
 docker::ensure
 # A cluster, or node containers a teardown could not remove.
-left="$(kind::node_containers | awk '{ printf "%s%s (%s)", (NR > 1 ? ", " : ""), $1, $2 }')"
-if [[ -n "${left}" ]] || kind::exists; then
-  fatal "the kind cluster '${KIND_NAME}' exists already${left:+ (node containers: ${left})}: make kind-down first; it says what blocks it if docker cannot remove them"
-fi
+kind::refuse_existing
 docker image inspect "${image}" >/dev/null 2>&1 || fatal "no node image ${image} in docker: run make node-image$(line::hint)"
 # A node image of another build would test something else.
 image_version="$(docker run --rm --entrypoint cat "${image}" /kind/version)" || fatal "${image} has no /kind/version: not a kind node image"

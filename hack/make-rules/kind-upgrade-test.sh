@@ -32,10 +32,7 @@ KIND_UPGRADE_RUN="${KIND_UPGRADE_RUN:-.}"
 UPGRADE_DIR="${OUTPUT_DIR}/kind-upgrade$(line::path "" /)"
 
 docker::ensure
-left="$(kind::node_containers | awk '{ printf "%s%s (%s)", (NR > 1 ? ", " : ""), $1, $2 }')"
-if [[ -n "${left}" ]] || kind::exists; then
-  fatal "the kind cluster '${KIND_NAME}' exists already${left:+ (node containers: ${left})}: this test brings up a cluster of its own, with upstream's control plane; make kind-down first"
-fi
+kind::refuse_existing "this test brings up a cluster of its own, with upstream's control plane"
 
 start_all="$(date +%s)"
 # The fork's node image (kubelets, kubeadm, the fork's control-plane images

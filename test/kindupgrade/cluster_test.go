@@ -28,7 +28,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -251,5 +250,3 @@ func (c *cluster) leaders(t *testing.T, since time.Time) {
 		})
 	}
 }
-
-func notFound(err error) bool { return apierrors.IsNotFound(err) }

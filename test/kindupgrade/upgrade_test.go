@@ -75,11 +75,8 @@ func TestUpgradeFromUpstreamAndBack(t *testing.T) {
 
 	// 2. kube-guard, every gate at its default.
 	step = "2 kube-guard " + c.fork + ", gates at their defaults"
-	since := time.Now()
-	c.switchTo(t, manifests, upstream, forkDefault)
-	c.leaders(t, since)
+	c.replace(t, step, manifests, upstream, forkDefault, before)
 	c.deleteNamespace(t, c.probe(t, 2, ""))
-	c.settled(t, workloadNS)
 	c.requireSame(t, step, before)
 	require.False(t, c.schedulerMayEvict(t), "%s: the kube-scheduler role is upstream's with the gate off", step)
 	// The gate off: the field is dropped, as upstream drops its alpha fields.
@@ -89,11 +86,7 @@ func TestUpgradeFromUpstreamAndBack(t *testing.T) {
 
 	// 3. The gate on, thresholds set.
 	step = "3 kube-guard, " + gate + " on"
-	since = time.Now()
-	c.switchTo(t, manifests, forkDefault, forkGateOn)
-	c.leaders(t, since)
-	c.settled(t, workloadNS)
-	c.requireSame(t, step, before)
+	c.replace(t, step, manifests, forkDefault, forkGateOn, before)
 	require.True(t, c.schedulerMayEvict(t), "%s: the gate gives kube-scheduler pods/eviction", step)
 	for _, name := range []string{"adoption-guarded", "adoption-guarded-edited"} {
 		pc := c.priorityClass(t, name, 500, new(threshold))
@@ -125,11 +118,7 @@ func TestUpgradeFromUpstreamAndBack(t *testing.T) {
 	// 4. Back to upstream: it reads everything, knows no threshold, and what
 	// it writes loses it.
 	step = "4 upstream " + c.upstream + " again"
-	since = time.Now()
-	c.switchTo(t, manifests, forkGateOn, upstream)
-	c.leaders(t, since)
-	c.settled(t, workloadNS)
-	c.requireSame(t, step, before)
+	c.replace(t, step, manifests, forkGateOn, upstream, before)
 	// Upstream's reconciliation of the bootstrap roles adds what they lack
 	// and never removes a rule: the gate's rules stay (docs/kep-3280.md).
 	require.True(t, c.schedulerMayEvict(t), "%s: upstream keeps the rules the gate added", step)
@@ -170,11 +159,7 @@ func TestUpgradeFromUpstreamAndBack(t *testing.T) {
 
 	// 5. kube-guard with the gate on again.
 	step = "5 kube-guard, " + gate + " on, again"
-	since = time.Now()
-	c.switchTo(t, manifests, upstream, forkGateOn)
-	c.leaders(t, since)
-	c.settled(t, workloadNS)
-	c.requireSame(t, step, before)
+	c.replace(t, step, manifests, upstream, forkGateOn, before)
 	kept, err := c.client.SchedulingV1().PriorityClasses().Get(ctx, "adoption-guarded", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, kept.AllowDisruptionByPriorityGreaterThanOrEqual, "%s: a PriorityClass upstream only read keeps its threshold", step)
@@ -220,6 +205,19 @@ func TestUpgradeFromUpstreamAndBack(t *testing.T) {
 		}
 		return p.Status.Phase == corev1.PodRunning, nil
 	})
+}
+
+// replace changes the control plane from one plane to another (switchTo),
+// waits for its kube-controller-manager and kube-scheduler to hold their
+// leases and for the workloads to be up to date, and requires them to be
+// as in before.
+func (c *cluster) replace(t *testing.T, step string, manifests map[string][]byte, from, to plane, before snapshot) {
+	t.Helper()
+	since := time.Now()
+	c.switchTo(t, manifests, from, to)
+	c.leaders(t, since)
+	c.settled(t, workloadNS)
+	c.requireSame(t, step, before)
 }
 
 // schedulerMayEvict reports whether the bootstrap ClusterRole

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -253,7 +254,7 @@ func (c *cluster) deleteNamespace(t *testing.T, ns string) {
 	require.NoError(t, c.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}))
 	waitFor(t, "namespace "+ns+" to be gone", settleTimeout, func(ctx context.Context) (bool, error) {
 		_, err := c.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if notFound(err) {
+		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, err

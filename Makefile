@@ -119,6 +119,10 @@ rebase-report: ## Try every series on each newer upstream release the proxy serv
 topic-test: ## One topic (TOPIC=, COMPONENT=kubernetes) with only the topics it depends on, on the pinned base: build, and upstream's tests of the packages it touches
 	hack/make-rules/topic-test.sh $(COMPONENT) $(TOPIC)
 
+.PHONY: topic-bisect
+topic-bisect: ## Each patch of one topic (TOPIC=, COMPONENT=kubernetes, LINE=) on its own, in order: go vet and go test of the packages it touches
+	hack/make-rules/topic-bisect.sh $(COMPONENT) $(TOPIC)
+
 .PHONY: upstream-pr
 upstream-pr: ## One topic (TOPIC=, COMPONENT=kubernetes) as an upstream pull request: branch upstream-pr/<topic> on the pristine release, format-patch files and PULL_REQUEST.md under _output/upstream-pr/ (refused unless gofmt, api-lint, codegen pass)
 	hack/make-rules/upstream-pr.sh $(COMPONENT) $(TOPIC)

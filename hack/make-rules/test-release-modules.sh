@@ -7,7 +7,8 @@
 # tree) gets the topic's patches, after those of the topics it depends on,
 # with `git am`, builds (`go build ./...`), and passes the unit tests of the
 # packages those patches touch (build/<component>/known-failures skipped, as
-# in `make test-upstream`).
+# in `make test-upstream`, and the upstream flakes of
+# build/<component>/upstream-flakes that a topic outside the closure fixes).
 #
 # build/<component>/release-modules: one topic a line, e.g.
 # "evictions-in-background": it must stand on the release as upstream ships
@@ -39,6 +40,15 @@ check_topic() {
     fatal "${COMPONENT_NAME} ${name}: topics ${closure} do not apply to ${COMPONENT_UPSTREAM_TAG} (scratch checkout: ${dir})"
   mapfile -t pkgs < <(touched_go_dirs "${dir}" "${COMPONENT_UPSTREAM_TAG}" | sed 's#^#./#')
   skip="$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${REPO_ROOT}/build/${COMPONENT_NAME}/known-failures" 2>/dev/null | paste -sd'|' -)"
+  # Upstream flakes that a topic outside this closure fixes (build/<c>/upstream-flakes).
+  local flakes="${REPO_ROOT}/build/${COMPONENT_NAME}/upstream-flakes" pattern fixer
+  if [[ -f "${flakes}" ]]; then
+    while read -r pattern fixer; do
+      [[ " ${closure} " == *" ${fixer} "* ]] && continue
+      log "${COMPONENT_NAME} ${name}: skipping ${pattern}, an upstream flake that topic ${fixer} fixes"
+      skip="${skip:+${skip}|}${pattern}"
+    done < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${flakes}")
+  fi
   local skipflag=()
   [[ -z "${skip}" ]] || skipflag=(-skip "${skip}")
   (

@@ -397,6 +397,32 @@ touched_go_dirs() {
   done | LC_ALL=C sort -u
 }
 
+# component::list_file NAME: the non-comment, non-blank lines of
+# build/<loaded component>/NAME, one a line; nothing when it does not exist.
+component::list_file() {
+  local f="${REPO_ROOT}/build/${COMPONENT_NAME}/$1"
+  [[ -f "${f}" ]] || return 0
+  sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${f}"
+}
+
+# component::skip_pattern [TOPIC...]: the `go test -skip` pattern for the
+# loaded component's tests: its known-failures and, given the topics on the
+# tree, the upstream-flakes ("<pattern> <fixing topic>") whose fixing topic
+# is not among them (each logged on stderr). Empty when there is none.
+component::skip_pattern() {
+  local -a patterns=()
+  local pattern fixer
+  mapfile -t patterns < <(component::list_file known-failures)
+  if (($# > 0)); then
+    while read -r pattern fixer; do
+      [[ " $* " == *" ${fixer} "* ]] && continue
+      log "${COMPONENT_NAME}: skipping ${pattern}, an upstream flake that topic ${fixer} fixes" >&2
+      patterns+=("${pattern}")
+    done < <(component::list_file upstream-flakes)
+  fi
+  ((${#patterns[@]} == 0)) || (IFS='|' && printf '%s\n' "${patterns[*]}")
+}
+
 # component::is_materialised: the tree exists and has the base tag.
 component::is_materialised() {
   [[ -e "${COMPONENT_TREE}/.git" ]] && component::git rev-parse -q --verify "refs/tags/${COMPONENT_BASE_TAG}" >/dev/null

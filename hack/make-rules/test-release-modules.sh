@@ -39,16 +39,8 @@ check_topic() {
   GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "${dir}" -c commit.gpgsign=false am -q --3way "${patches[@]}" ||
     fatal "${COMPONENT_NAME} ${name}: topics ${closure} do not apply to ${COMPONENT_UPSTREAM_TAG} (scratch checkout: ${dir})"
   mapfile -t pkgs < <(touched_go_dirs "${dir}" "${COMPONENT_UPSTREAM_TAG}" | sed 's#^#./#')
-  skip="$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${REPO_ROOT}/build/${COMPONENT_NAME}/known-failures" 2>/dev/null | paste -sd'|' -)"
-  # Upstream flakes that a topic outside this closure fixes (build/<c>/upstream-flakes).
-  local flakes="${REPO_ROOT}/build/${COMPONENT_NAME}/upstream-flakes" pattern fixer
-  if [[ -f "${flakes}" ]]; then
-    while read -r pattern fixer; do
-      [[ " ${closure} " == *" ${fixer} "* ]] && continue
-      log "${COMPONENT_NAME} ${name}: skipping ${pattern}, an upstream flake that topic ${fixer} fixes"
-      skip="${skip:+${skip}|}${pattern}"
-    done < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${flakes}")
-  fi
+  # shellcheck disable=SC2086
+  skip="$(component::skip_pattern ${closure})"
   local skipflag=()
   [[ -z "${skip}" ]] || skipflag=(-skip "${skip}")
   (

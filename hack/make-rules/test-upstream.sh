@@ -20,13 +20,6 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 source "${REPO_ROOT}/hack/lib/testlog.sh"
 
-# list_file NAME: the non-comment lines of build/<component>/NAME, if any.
-list_file() {
-  local f="${REPO_ROOT}/build/${COMPONENT_NAME}/$1"
-  [[ -f "${f}" ]] || return 0
-  sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${f}"
-}
-
 # test_component NAME ARGS...: tests one component; returns 1 on failure.
 test_component() {
   component::load "$1"
@@ -41,7 +34,7 @@ test_component() {
   while read -r d; do
     d="${d#./}"
     [[ -n "${d}" && ! " ${dirs[*]} " == *" ${d} "* ]] && dirs+=("${d}")
-  done < <(list_file always-test-packages)
+  done < <(component::list_file always-test-packages)
   for d in "${dirs[@]}"; do
     case "${d}" in
       test/integration/*) integration+=("./${d}") ;;
@@ -49,7 +42,7 @@ test_component() {
       *) unit+=("./${d}") ;;
     esac
   done
-  skip="$(list_file known-failures | paste -sd'|' -)"
+  skip="$(component::skip_pattern)"
 
   if [[ "${LIST_ONLY}" == "1" ]]; then
     [[ ${#unit[@]} -eq 0 ]] || printf "${COMPONENT_NAME} unit %s\n" "${unit[@]}"

@@ -25,9 +25,8 @@ mapfile -t own < <(component::topic_files "${topic}")
 dir="$(component::topic_worktree "${topic}" topic-bisect)"
 mapfile -t commits < <(git -C "${dir}" rev-list --reverse "HEAD~${#own[@]}..HEAD")
 
-skip=""
-known="${REPO_ROOT}/build/${COMPONENT_NAME}/known-failures"
-[[ ! -f "${known}" ]] || skip="$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "${known}" | paste -sd'|' -)"
+mapfile -t closure < <(component::topic_closure "${topic}")
+skip="$(component::skip_pattern "${closure[@]}")"
 skipflag=()
 [[ -z "${skip}" ]] || skipflag=(-skip "${skip}")
 build_env="$(component::setting "${COMPONENT_NAME}" GO_BUILD_ENV)"

@@ -33,6 +33,31 @@ free_gib() {
   df -P -B1G "${p}" | awk 'NR == 2 {print $4}'
 }
 
+# trim_go_cache GIB: when the file system of the Go build cache ($(go env
+# GOCACHE)) has less than GIB GiB free, deletes the cache's least recently
+# used entries (go marks an entry used through its modification time, which
+# its own trimming reads too) until GIB GiB are free or the cache is empty.
+# The cache only ever saves time: go rebuilds what is missing. It logs what
+# it deleted; GOCACHE_TRIM=0 leaves the cache alone.
+trim_go_cache() {
+  local need="$1" cache free
+  [[ "${GOCACHE_TRIM:-1}" != 0 ]] || return 0
+  cache="$(go env GOCACHE)"
+  [[ -d "${cache}" && "${cache}" != off ]] || return 0
+  free="$(free_gib "${cache}")"
+  ((free < need)) || return 0
+  # Deficit plus 1 GiB, as deleted bytes only approximate freed blocks.
+  local want=$(((need - free + 1) * 1024 * 1024 * 1024)) list
+  list="$(mktemp)"
+  find "${cache}" -mindepth 2 -maxdepth 2 -type f -printf '%T@ %s %p\n' |
+    sort -n | awk -v want="${want}" 'sum < want { sum += $2; print }' >"${list}"
+  cut -d' ' -f3- "${list}" | xargs -d '\n' -r rm -f
+  local deleted
+  deleted="$(awk '{ s += $2 } END { printf "%d", s / 1048576 }' "${list}")"
+  rm -f "${list}"
+  log "${free} GiB free for the Go build cache, ${need} wanted: deleted its least recently used entries (${deleted} MiB); now $(free_gib "${cache}") GiB free (GOCACHE_TRIM=0 keeps the cache)"
+}
+
 # require_free_disk GIB PATH...: fails, naming each PATH and what is free
 # there, when any PATH's file system has less than GIB GiB free. A full disk
 # otherwise shows up much later and far from its cause (an etcd that exits

@@ -25,13 +25,16 @@
 # went. The failed tests' own messages (hack/lib/testlog.sh) are printed
 # after that summary, so that the end of a log that is cut in the middle
 # still says why; each go test's whole output is kept in _output/test-logs/.
-# It refuses to start with less than MIN_FREE_GIB (default 15) GiB free where
-# the tree and the Go caches are: a cold run writes about that much.
+# It needs MIN_FREE_GIB (default 15) GiB free where the tree and the Go caches
+# are (a cold run writes about that much): it first makes room by deleting the
+# Go build cache's least recently used entries (GOCACHE_TRIM=0 does not), then
+# refuses to start if that is still short.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
 source "${REPO_ROOT}/hack/lib/local.sh"
 source "${REPO_ROOT}/hack/lib/testlog.sh"
 
+trim_go_cache "${MIN_FREE_GIB:-15}"
 require_free_disk "${MIN_FREE_GIB:-15}" "${OUTPUT_DIR}" "$(go env GOCACHE)" "$(go env GOMODCACHE)"
 
 # phase NAME: ends the phase running (logging its wall time) and starts NAME;

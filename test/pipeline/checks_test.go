@@ -168,6 +168,64 @@ func TestUpstreamPR(t *testing.T) {
 	require.Contains(t, out, "is not ready for an upstream pull request")
 }
 
+// TestUpstreamPRSplit checks that a topic whose TOPIC.md has a "## Pull
+// requests" table becomes one pull request per row, in order, each with its
+// own patches (renumbered), its description saying which part it is, and a
+// branch that ends at its last commit; and that a table that does not take
+// the topic's patches in order, each once, is refused.
+func TestUpstreamPRSplit(t *testing.T) {
+	r := newRebaseRepo(t)
+	table := func(rows string) string {
+		return "# Another line of docs\n\n" +
+			"Upstream-Status: not-proposed\nBug: https://github.com/google/uuid/issues/1\nGates: none\nDepends: fix\n\n" +
+			"Says more in doc.go.\n\n## Pull requests\n\n| pull request | patches | what |\n|---|---|---|\n" + rows +
+			"\n## Benchmarks\n\nNone to speak of.\n\n## Release note\n\n```release-note\nuuid's docs say more.\n```\n"
+	}
+	r.twoTopics(t, table("| first | 0001 | the first step |\n| second | `0002` | the second step |\n"))
+	r.replace(t, "doc.go", "// A change on the first one.", "// A second change on the first one.")
+	r.git(t, "add", "--all", ".")
+	r.git(t, "commit", "--quiet", "-m", "doc: a second change\n\nIt needs the others.\n\nRebase-Policy: carry\nTopic: more\n")
+	r.export(t)
+
+	out := r.mustRun(t, "upstream-pr.sh", throwaway, "more")
+	require.Contains(t, out, "2 pull requests: upstream-pr/more-1-first (_output/upstream-pr/uuid/more/1-first/) upstream-pr/more-2-second (_output/upstream-pr/uuid/more/2-second/)")
+	pr := filepath.Join(r.dir, "_output", "upstream-pr", throwaway, "more")
+	require.NoDirExists(t, filepath.Join(pr, "patches"), "no pull request of the whole topic")
+	for i, part := range []struct{ dir, subject, what, notWhat string }{
+		{"1-first", "doc: a change on the first one", "The first step.", "None to speak of."},
+		{"2-second", "doc: a second change", "The second step.", "uuid's docs say more."},
+	} {
+		patches, err := filepath.Glob(filepath.Join(pr, part.dir, "patches", "*.patch"))
+		require.NoError(t, err)
+		require.Len(t, patches, 1, part.dir)
+		require.Equal(t, "0001-", filepath.Base(patches[0])[:5], "each pull request's patches are numbered from 0001")
+		p, err := os.ReadFile(patches[0])
+		require.NoError(t, err)
+		require.Contains(t, string(p), "Subject: [PATCH] "+part.subject)
+		desc, err := os.ReadFile(filepath.Join(pr, part.dir, "PULL_REQUEST.md"))
+		require.NoError(t, err)
+		require.Contains(t, string(desc), part.what)
+		require.Contains(t, string(desc), "- "+part.subject)
+		require.Contains(t, string(desc), fmt.Sprintf("Part %d of 2 of this change, reviewed in 2 pull requests in this order: first second.", i+1))
+		require.NotContains(t, string(desc), part.notWhat, "the release note goes with the first part, the benchmarks with the last")
+		require.Equal(t, part.subject, r.git(t, "log", "-1", "--format=%s", "upstream-pr/more-"+part.dir))
+	}
+
+	// A gap, then an overlap: refused, saying which patch comes next.
+	for rows, want := range map[string]string{
+		"| first | 0001 | one |\n| second | 0003 | two |\n":      "pull request 'second' has patches 0003",
+		"| first | 0001-0002 | one |\n| second | 0002 | two |\n": "pull request 'second' has patches 0002",
+		"| first | 1 | one |\n":                                  "want a name of [a-z0-9-] and patches NNNN or NNNN-NNNN, got '1'",
+		"| first | 0001 | one |\n":                               "its pull requests end at patch 0001 of 2",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(r.dir, "patches", throwaway, throwawayLine, "more", "TOPIC.md"), []byte(table(rows)), 0o644))
+		out, err := r.run(t, nil, "upstream-pr.sh", throwaway, "more")
+		require.Error(t, err, out)
+		require.Contains(t, out, want)
+		require.Contains(t, out, "is not ready for an upstream pull request")
+	}
+}
+
 // twoTopics gives the throwaway series a second topic, "more", after "fix",
 // whose TOPIC.md is moreTopic, and one commit in each: the one in "more"
 // changes the line the one in "fix" wrote, so that it needs it. Exported.

@@ -13,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../hack/lib/init.sh"
 
 ALL_STEPS=(conversions deep-copies defaulters)
 component::load descheduler
-[[ -e "${COMPONENT_TREE}/.git" ]] || fatal "${COMPONENT_TREE} is not materialised: run 'make materialize COMPONENT=descheduler' first"
+component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run 'make materialize COMPONENT=descheduler' first"
 
 run_steps="$(component::codegen_steps "${ALL_STEPS[@]}" -- "$@")"
 mapfile -t run <<<"${run_steps}"

@@ -72,7 +72,7 @@ declare -A PROTOC_NPM_SHA512=(
 )
 
 component::load kubernetes
-[[ -e "${COMPONENT_TREE}/.git" ]] || fatal "${COMPONENT_TREE} is not materialised: run hack/make-rules/materialize.sh first"
+component::is_materialised || fatal "${COMPONENT_TREE} is not materialised: run hack/make-rules/materialize.sh first"
 TREE="${COMPONENT_TREE}"
 LOG_DIR="${OUTPUT_DIR}/logs"
 CACHE_DIR="${OUTPUT_DIR}/cache"

@@ -133,10 +133,10 @@ BENCH_DIR="${OUTPUT_DIR}/bench"
 RUN="${BENCH_DIR}/run"
 VARIANTS=(upstream gate-off gate-on)
 # FAST_PATH_GATES: the gates of the eviction fast path (hack/lib/gates.sh,
-# EVICTION_FAST_PATH=1; patches 0023, 0026 and 0028, alpha, off by default),
+# EVICTION_FAST_PATH=1; topic eviction-fast-path, alpha, off by default),
 # set by BenchmarkVictimRemovalFastPath (victimRemovalGates in
 # test/integration): named in the report.
-FAST_PATH_GATES=(EvictionReadsBudgetsFromStorage=true EvictionWritesBudgetsToStorage=true EvictionListsBudgetsWhileReadingPod=true)
+FAST_PATH_GATES=(EvictionReadsBudgetsFromStorage=true EvictionWritesBudgetsToStorage=true EvictionListsBudgetsWhileReadingPod=true EvictionWritesConditionWithDeletion=true)
 TOPICS=(default_preemption disruption_policy)
 # The barrier before the measured part when the variants run at the same
 # time: the name of its profile in a run's data directory (not *-cpu.prof,

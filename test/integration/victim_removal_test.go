@@ -182,7 +182,7 @@ func BenchmarkVictimRemovalUncachedBudgets(b *testing.B) {
 // budgets from storage, lists them while it reads the pod, and writes the
 // budget's status to etcd, not through the loopback client (all alpha, off
 // by default). The gates change nothing of a DELETE.
-const victimRemovalGates = "EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true,EvictionListsBudgetsWhileReadingPod=true"
+const victimRemovalGates = "EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true,EvictionListsBudgetsWhileReadingPod=true,EvictionWritesConditionWithDeletion=true"
 
 // turns is how many turns each method of benchmarkVictimRemoval takes, each
 // removing 1/turns of its victims.

@@ -63,7 +63,7 @@ func TestGatesDefault(t *testing.T) {
 	require.Equal(t, "DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true", out)
 	out, err = gates("1")
 	require.NoError(t, err, out)
-	require.Equal(t, "DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true,EvictionListsBudgetsWhileReadingPod=true", out)
+	require.Equal(t, "DisruptionPolicyInPriorityClass=true,EvictionRequestAPI=true,EvictionReadsBudgetsFromStorage=true,EvictionWritesBudgetsToStorage=true,EvictionListsBudgetsWhileReadingPod=true,EvictionWritesConditionWithDeletion=true", out)
 	out, err = gates("yes")
 	require.Error(t, err, out)
 	require.Contains(t, out, "EVICTION_FAST_PATH=yes is neither 0 nor 1")

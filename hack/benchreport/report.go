@@ -84,7 +84,7 @@ var measures = []measure{
 	{Key: "apiserver_cpu_per_victim", Title: "kube-apiserver CPU per removed victim", Unit: "ms", Metric: metricVictimRemoval, Bucket: "APIServerPerVictim"},
 	{Key: "etcd_cpu_per_victim", Title: "etcd CPU per removed victim", Unit: "ms", Metric: metricVictimRemoval, Bucket: "EtcdPerVictim"},
 	{Key: "etcd_requests_per_victim", Title: "kube-apiserver's requests to etcd per removed victim", Unit: "count", Metric: metricVictimRemoval, Bucket: "EtcdRequestsPerVictim"},
-	{Key: "time_per_victim", Title: "time per removed victim, one removal at a time", Unit: "ms", Metric: metricVictimRemoval, Bucket: "TimePerVictim"},
+	{Key: "time_per_victim", Title: "wall time per removed victim", Unit: "ms", Metric: metricVictimRemoval, Bucket: "TimePerVictim"},
 	{Key: "cpu_used", Title: "CPUs busy in the measured phase", Unit: "CPU-s/s", Metric: metricCPU, Bucket: "MeasuredPhaseCPUUsed"},
 	{Key: keyPhaseStart, Metric: metricCPU, Bucket: "MeasuredPhaseStart", Hidden: true},
 	// Computed from keyPhaseStart: the start of a run's measured phase

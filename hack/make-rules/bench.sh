@@ -217,7 +217,8 @@ done
 # protected victim, deleted (gate off) or evicted (gate on), with the
 # patched binaries of _output/bin (built here if missing or older); and
 # BenchmarkVictimRemovalUpstream, the same eviction sent to pristine
-# upstream's kube-apiserver (_output/bin/pristine) and to the patched one.
+# upstream's kube-apiserver (_output/bin/pristine) and to the patched one,
+# eight removals in flight on each.
 "${REPO_ROOT}/hack/make-rules/build.sh" kube-apiserver >/dev/null || fatal "building kube-apiserver failed"
 [[ -x "${OUTPUT_BIN}/pristine/kube-apiserver" ]] || "${REPO_ROOT}/hack/make-rules/build-pristine.sh" kubernetes >/dev/null ||
   fatal "building pristine upstream's kube-apiserver failed"

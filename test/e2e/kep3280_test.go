@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,5 +241,32 @@ func (r *disruptedRecorder) seen(pod string) bool {
 		default:
 			return r.seenM[pod]
 		}
+	}
+}
+
+// TestKEP3280SchedulerRole: the bootstrap role of kube-scheduler may create
+// pods/eviction with the gate on, and may never
+// write a PodDisruptionBudget's status: only the disruption controller and
+// the eviction subresource write it. `kubectl auth can-i update
+// poddisruptionbudgets/status --as=system:kube-scheduler` asks the same.
+func TestKEP3280SchedulerRole(t *testing.T) {
+	c := setup(t)
+	ctx := context.Background()
+	canI := func(verb, resource, subresource string) bool {
+		t.Helper()
+		sar, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:kube-scheduler",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: map[string]string{"pods": "", "poddisruptionbudgets": "policy"}[resource], Resource: resource, Subresource: subresource, Namespace: "default"},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return sar.Status.Allowed
+	}
+	require.False(t, canI("update", "poddisruptionbudgets", "status"), "system:kube-scheduler may update poddisruptionbudgets/status")
+	require.False(t, canI("patch", "poddisruptionbudgets", "status"), "system:kube-scheduler may patch poddisruptionbudgets/status")
+	if c.GateOn {
+		// With the gate off the role is upstream's on a new cluster; a
+		// cluster that ran with the gate on keeps the rule (the
+		// reconciliation of bootstrap roles never removes one).
+		require.True(t, canI("create", "pods", "eviction"), "system:kube-scheduler may not create pods/eviction with the gate on")
 	}
 }

@@ -53,3 +53,41 @@ build::go() {
     log "  ${out}/${b}"
   done
 }
+
+# build::module_served MODULE@VERSION: true when the Go module proxy (or the
+# module cache) serves the module's zip.
+build::module_served() {
+  local tmp rc=0
+  tmp="$(mktemp -d)"
+  (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go mod download "$1" >/dev/null 2>&1) || rc=1
+  rm -rf "${tmp}"
+  return "${rc}"
+}
+
+# build::borrowed NAME BINARY...: prints those of BINARY... that the selected
+# line of component NAME takes from another line: the line.env of a line
+# whose node binaries import a module the proxy refuses names them
+# (BORROWED_BINARIES), the module (BORROWED_WHILE_REFUSED, MODULE@VERSION)
+# and the line that builds them instead (BORROWED_FROM_LINE, a release within
+# upstream's version-skew policy). Once the proxy serves the module, the line
+# builds them itself and nothing is borrowed.
+build::borrowed() {
+  local name="$1" b want
+  shift
+  local borrowed module
+  borrowed="$(component::setting "${name}" BORROWED_BINARIES)"
+  module="$(component::setting "${name}" BORROWED_WHILE_REFUSED)"
+  [[ -n "${borrowed}" && -n "${module}" ]] || return 0
+  local -a hits=()
+  for b in "$@"; do
+    for want in ${borrowed}; do
+      [[ "${b}" != "${want}" ]] || hits+=("${b}")
+    done
+  done
+  [[ ${#hits[@]} -gt 0 ]] || return 0
+  if build::module_served "${module}"; then
+    log "line $(line::selected): the Go module proxy serves ${module}: ${hits[*]} built from this line's tree"
+    return 0
+  fi
+  printf '%s\n' "${hits[@]}"
+}

@@ -48,9 +48,31 @@ build::component() {
       fatal "${COMPONENT_TREE} is not materialised: ${name} builds against its staging modules (run 'make apply COMPONENT=${from}')"
   fi
   component::load "${name}"
+  local -a borrowed=() own=()
+  mapfile -t borrowed < <(build::borrowed "${name}" "$@")
+  local b
+  for b in "$@"; do
+    [[ " ${borrowed[*]} " == *" ${b} "* ]] || own+=("${b}")
+  done
+  if [[ ${#borrowed[@]} -gt 0 ]]; then
+    local from_line out
+    from_line="$(component::setting "${name}" BORROWED_FROM_LINE)"
+    [[ -n "${from_line}" && "${from_line}" != "$(line::selected)" ]] ||
+      fatal "$(component::rel_patches)/line.env: BORROWED_BINARIES needs BORROWED_FROM_LINE, another release line"
+    log "line $(line::selected): the Go module proxy refuses $(component::setting "${name}" BORROWED_WHILE_REFUSED), which ${borrowed[*]} import: taking them from line ${from_line} (version skew: docs/lines.md)"
+    LINE="${from_line}" "${BASH_SOURCE[0]}" "${borrowed[@]}"
+    out="$(line::bin)"
+    mkdir -p "${out}"
+    for b in "${borrowed[@]}"; do
+      cp -p "$(LINE="${from_line}" line::bin)/${b}" "${out}/${b}.tmp"
+      mv -f "${out}/${b}.tmp" "${out}/${b}"
+      log "  ${out}/${b} (line ${from_line}'s)"
+    done
+  fi
+  [[ ${#own[@]} -gt 0 ]] || return 0
   version::vars
-  log "building ${*} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}, ${FORK_GIT_TREE_STATE})${from:+, k8s.io/* from ${from_tree}}"
-  build::go "${COMPONENT_TREE}" "$(line::bin)" "$@"
+  log "building ${own[*]} ${FORK_GIT_VERSION} (${FORK_GIT_COMMIT:0:12}, ${FORK_GIT_TREE_STATE})${from:+, k8s.io/* from ${from_tree}}"
+  build::go "${COMPONENT_TREE}" "$(line::bin)" "${own[@]}"
 }
 
 args=("$@")

@@ -268,7 +268,17 @@ new_line() {
   dest="${REPO_ROOT}/patches/${c}/${NEW_LINE}"
   newest="$(component::lines "${c}" | tail -n1)"
   new_tree="${OUTPUT_SRC}/${c}-${NEW_LINE}"
-  [[ "$(printf '%s\n%s\n' "${newest}" "${NEW_LINE}" | sort -V | tail -n1)" != "${NEW_LINE}" ]] || new_tree="${OUTPUT_SRC}/${c}"
+  # A line on an upstream pre-release (an -alpha., -beta. or -rc. version) is a preview: never
+  # the default line, so it keeps a tree of its own and the newest GA line
+  # keeps _output/src/<c>.
+  local preview=false
+  [[ ! "${to}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+-(alpha|beta|rc)\. ]] || preview=true
+  if [[ "${preview}" == false ]]; then
+    [[ "$(printf '%s\n%s\n' "${newest}" "${NEW_LINE}" | sort -V | tail -n1)" != "${NEW_LINE}" ]] || new_tree="${OUTPUT_SRC}/${c}"
+  fi
+  # LINE_GOTOOLCHAIN=go1.27.3: the Go toolchain the new line needs (a release
+  # that requires a newer Go than this machine's), recorded in its line.env.
+  local toolchain="${LINE_GOTOOLCHAIN:-${GOTOOLCHAIN}}"
   if [[ -e "${dest}" ]]; then
     # Resumed: the line is there and its rebase stopped on a conflict.
     [[ -f "${new_tree}/.git/kube-guard-rebase" ]] ||
@@ -277,8 +287,8 @@ new_line() {
   fi
   local err
   tmp="$(mktemp -d)"
-  err="$(cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${COMPONENT_MODULE}@${to}" 2>&1)" ||
-    { rm -rf "${tmp}"; fatal "the Go module proxy did not serve ${COMPONENT_MODULE}@${to}: $(jq -r '.Error // empty' <<<"${err}" 2>/dev/null | head -n1)"; }
+  err="$(cd "${tmp}" && GOTOOLCHAIN="${toolchain}" GOWORK=off GOFLAGS=-mod=mod go mod download -json "${COMPONENT_MODULE}@${to}" 2>&1)" ||
+    { rm -rf "${tmp}"; fatal "the Go module proxy did not serve ${COMPONENT_MODULE}@${to}: $(jq -r '.Error // empty' <<<"${err}" 2>/dev/null | head -n1)$(grep -q 'requires go >=' <<<"${err}" && printf ' (LINE_GOTOOLCHAIN=go<version> names the toolchain the new line builds with)')"; }
   rm -rf "${tmp}"
   if [[ "${new_tree}" == "${OUTPUT_SRC}/${c}" && -n "$(component::dependents "${c}")" ]]; then
     fatal "a line of ${c} newer than ${newest} would leave $(component::dependents "${c}" | paste -sd' ' -) (built on ${c}'s staging modules, STAGING_FROM) on a tree of another line: not supported yet; make the new line an older one, or give those components their new line first"
@@ -313,7 +323,16 @@ new_line() {
     echo "UPSTREAM_VERSION=${COMPONENT_VERSION}"
     # The source line's other settings (the gates its clusters turn on),
     # with their comments: check them against the topics the new line takes.
-    sed -n '/^UPSTREAM_VERSION=/,$p' "${COMPONENT_LINE_ENV}" | sed '1d'
+    sed -n '/^UPSTREAM_VERSION=/,$p' "${COMPONENT_LINE_ENV}" | sed '1d' | grep -v -e '^LINE_PREVIEW=' -e '^LINE_GOTOOLCHAIN=' || true
+    if [[ "${preview}" == true ]]; then
+      echo "# A preview: pinned to an upstream pre-release, never the default line;"
+      echo "# remove this setting when make rebase moves it to the release (line::is_preview)."
+      echo "LINE_PREVIEW=true"
+    fi
+    if [[ "${toolchain}" != local ]]; then
+      echo "# The Go toolchain this line builds with (line::toolchain)."
+      echo "LINE_GOTOOLCHAIN=${toolchain}"
+    fi
   } >"${dest}/line.env"
   {
     echo "# The topics of patches/${c}/${NEW_LINE}, in the order \`git am\` applies them"
@@ -401,7 +420,10 @@ while [[ "${NEXT}" -lt "${#patches[@]}" ]]; do
           fatal "${name}: git am --continue failed after regenerating; see git -C $(rel_tree) status"
       else
         printf '%s\n' "${out}" | sed 's/^/    /' >&2
-        [[ ${#conflicts[@]} -gt 0 ]] && GEN_CONFLICT=1
+        # Generated files among the conflicts: regenerated once the person
+        # has resolved the rest (a conflict in hand-written files only asks
+        # for no generator).
+        [[ ${#hand[@]} -lt ${#conflicts[@]} ]] && GEN_CONFLICT=1
         state_save
         tell_conflict "${p}" "${conflicts[@]}"
         exit 1

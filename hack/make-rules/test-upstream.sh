@@ -6,13 +6,15 @@
 # test/integration/framework expects.
 #
 # build/<component>/always-test-packages lists packages tested whenever the
-# series touches anything; build/<component>/known-failures lists upstream
+# series touches an API package (staging/src/k8s.io/api/..., pkg/apis/...); build/<component>/known-failures lists upstream
 # tests that fail on the pristine base too (go test -skip patterns, one a
 # line, each with the reason and a reproduction).
 #
 # Usage: test-upstream.sh [--list | go test flags...]
 #   --list  print the unit and integration packages that would be tested
 #   TEST_UPSTREAM_COMPONENTS="kubernetes" restricts it (default: every component).
+#   TEST_UPSTREAM_UNIT_ONLY=1 runs the unit tests only (make test on a line
+#   with MAKE_TEST_SCOPE=unit).
 #   COMPONENT_TREE_AT=<dir> tests that checkout of the component (a git
 #   worktree of its tree, on its base tag) instead of _output/src/<c>: what
 #   `make topic-test` runs on a tree of one topic and its dependencies.
@@ -31,10 +33,14 @@ test_component() {
     log "$(component::rel_patches) touches no Go package: no upstream tests to run"
     return 0
   fi
-  while read -r d; do
-    d="${d#./}"
-    [[ -n "${d}" && ! " ${dirs[*]} " == *" ${d} "* ]] && dirs+=("${d}")
-  done < <(component::list_file always-test-packages)
+  # The packages that check every API type at once, when the series touches
+  # an API package (an API type, its validation or defaulting).
+  if printf '%s\n' "${dirs[@]}" | grep -qE '^(staging/src/k8s\.io/api|pkg/apis)(/|$)'; then
+    while read -r d; do
+      d="${d#./}"
+      [[ -n "${d}" && ! " ${dirs[*]} " == *" ${d} "* ]] && dirs+=("${d}")
+    done < <(component::list_file always-test-packages)
+  fi
   for d in "${dirs[@]}"; do
     case "${d}" in
       test/integration/*) integration+=("./${d}") ;;
@@ -60,7 +66,9 @@ test_component() {
       log "${COMPONENT_NAME}: upstream unit tests of ${#unit[@]} touched packages"
       GOFLAGS='' testlog::run "${COMPONENT_LINE}-${COMPONENT_NAME}-unit" go test "${skipflag[@]}" "$@" "${unit[@]}" || status=1
     fi
-    if [[ ${#integration[@]} -gt 0 ]]; then
+    if [[ ${#integration[@]} -gt 0 && "${TEST_UPSTREAM_UNIT_ONLY:-0}" == 1 ]]; then
+      log "${COMPONENT_NAME}: TEST_UPSTREAM_UNIT_ONLY=1: the integration tests of ${#integration[@]} touched packages skipped"
+    elif [[ ${#integration[@]} -gt 0 ]]; then
       command -v etcd >/dev/null || fatal "etcd is not in ${OUTPUT_BIN}: run 'make tools'"
       log "${COMPONENT_NAME}: upstream integration tests of ${#integration[@]} touched packages (etcd: $(command -v etcd))"
       GOFLAGS='' testlog::run "${COMPONENT_LINE}-${COMPONENT_NAME}-integration" go test -timeout 40m "${skipflag[@]}" "$@" "${integration[@]}" || status=1

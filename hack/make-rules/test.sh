@@ -20,6 +20,13 @@
 #   3. the end-to-end suite on a local cluster (hack/make-rules/e2e.sh;
 #      SKIP_E2E=1 skips it), on every release line (an older line's cluster
 #      runs what the line carries: LINE=<line>).
+# What each line runs: the default line everything above; an older line its
+# build, upstream tests and e2e; a line whose line.env says
+# MAKE_TEST_SCOPE=unit (a preview, line 1.38) only the upstream unit tests
+# of the packages its series touches, to keep a cold CI run under its limit.
+# `make test LINE=<line>` runs that one line in full instead (its build,
+# pristine control plane, verify, upstream unit and integration tests, e2e;
+# this repository's own tests are the default line's and run with it only).
 # Each phase's wall time is logged when it ends and summed up at the end
 # (also in _output/test-phases.txt), so that a slow run says where its time
 # went. The failed tests' own messages (hack/lib/testlog.sh) are printed
@@ -60,47 +67,90 @@ summary() {
 trap summary EXIT
 testlog::reset
 
-phase "build: every component of the newest line, the tools, pristine upstream"
-"${REPO_ROOT}/hack/make-rules/build-all.sh"
-# The older release lines: what their tests run, the binaries of a local
+# The lines this run covers, and how far: LINE=<line> that one in full;
+# otherwise every line, each as far as its MAKE_TEST_SCOPE says.
+default_line="$(line::default)"
+if [[ -n "${LINE:-}" ]]; then
+  lines=("${LINE}")
+else
+  mapfile -t lines < <(line::all)
+fi
+# scope LINE: full or unit (see the header).
+scope() {
+  if [[ -n "${LINE:-}" ]]; then
+    echo full
+    return
+  fi
+  local s
+  s="$(line::env_value "$1" MAKE_TEST_SCOPE)"
+  case "${s:-full}" in
+  full | unit) echo "${s:-full}" ;;
+  *) fatal "patches/*/$1/line.env: MAKE_TEST_SCOPE=${s} is neither full nor unit" ;;
+  esac
+}
+with_default=false
+[[ " ${lines[*]} " != *" ${default_line} "* ]] || with_default=true
+
+if [[ "${with_default}" == true ]]; then
+  phase "build: every component of the newest line, the tools, pristine upstream"
+  "${REPO_ROOT}/hack/make-rules/build-all.sh"
+else
+  phase "build: the tools"
+  "${REPO_ROOT}/hack/make-rules/tools.sh"
+fi
+# The other release lines: what their tests run, the binaries of a local
 # cluster (their e2e), and their pristine control plane (PRISTINE_BINARIES),
 # for the upgrade test across lines and the downgrade test of each line
 # (test/integration/upgrade_lines_test.go, downgrade_test.go). Their node-side
 # binaries and images are left to `make images LINE=<line>` (test/images
 # checks the images of every line that has them).
-for line in $(line::all); do
-  [[ "${line}" != "$(line::default)" ]] || continue
+for line in "${lines[@]}"; do
+  [[ "${line}" != "${default_line}" && "$(scope "${line}")" == full ]] || continue
   phase "release line ${line}: build of its local cluster's binaries, its pristine control plane"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build.sh" "${LOCAL_KUBE_BINARIES[@]}"
   LINE="${line}" "${REPO_ROOT}/hack/make-rules/build-pristine.sh"
 done
-# test/images checks the images of these binaries.
-phase "images"
-SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
+if [[ "${with_default}" == true ]]; then
+  # test/images checks the images of these binaries.
+  phase "images"
+  SKIP_BUILD=1 "${REPO_ROOT}/hack/make-rules/images.sh"
+fi
 
 export PATH="${OUTPUT_BIN}:${PATH}"
 status=0
 phase "make verify"
-CODEGEN_TRUST_RECORDED=1 "${REPO_ROOT}/hack/make-rules/verify/all.sh" || status=1
-phase "this repository's tests"
-(cd "${REPO_ROOT}" && testlog::run repo go test -count=1 -timeout 30m ./...) || status=1
-phase "upstream tests of the packages the patch series touch"
-"${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
-for line in $(line::all); do
-  [[ "${line}" != "$(line::default)" ]] || continue
-  phase "release line ${line}: upstream tests of the packages its series touch"
-  LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+(unset LINE; CODEGEN_TRUST_RECORDED=1 "${REPO_ROOT}/hack/make-rules/verify/all.sh") || status=1
+if [[ "${with_default}" == true ]]; then
+  phase "this repository's tests"
+  (cd "${REPO_ROOT}" && testlog::run repo go test -count=1 -timeout 30m ./...) || status=1
+fi
+for line in "${lines[@]}"; do
+  if [[ "${line}" == "${default_line}" ]]; then
+    phase "upstream tests of the packages the patch series touch"
+    LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+  elif [[ "$(scope "${line}")" == full ]]; then
+    phase "release line ${line}: upstream tests of the packages its series touch"
+    LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+  else
+    phase "release line ${line}: upstream unit tests of the packages its series touch (MAKE_TEST_SCOPE=unit; make test LINE=${line} runs it in full)"
+    LINE="${line}" TEST_UPSTREAM_UNIT_ONLY=1 "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+  fi
 done
-phase "the topics that must stand on the pristine release with its own modules"
-"${REPO_ROOT}/hack/make-rules/test-release-modules.sh" || status=1
+if [[ "${with_default}" == true ]]; then
+  phase "the topics that must stand on the pristine release with its own modules"
+  "${REPO_ROOT}/hack/make-rules/test-release-modules.sh" || status=1
+fi
 if [[ "${SKIP_E2E:-0}" == "1" ]]; then
   log "SKIP_E2E=1: end-to-end tests skipped"
 else
-  phase "end-to-end tests on a local cluster"
-  "${REPO_ROOT}/hack/make-rules/e2e.sh" || status=1
-  for line in $(line::all); do
-    [[ "${line}" != "$(line::default)" ]] || continue
-    phase "release line ${line}: end-to-end tests on a local cluster"
+  for line in "${lines[@]}"; do
+    if [[ "${line}" == "${default_line}" ]]; then
+      phase "end-to-end tests on a local cluster"
+    elif [[ "$(scope "${line}")" == full ]]; then
+      phase "release line ${line}: end-to-end tests on a local cluster"
+    else
+      continue
+    fi
     LINE="${line}" "${REPO_ROOT}/hack/make-rules/e2e.sh" || status=1
   done
 fi

@@ -38,6 +38,10 @@ ALL_TOOLS=(etcd kwok kube-api-linter registry kind)
 NODE_TOOLS=(containerd runc cni-plugins coredns)
 
 export GOWORK=off CGO_ENABLED=0
+# The tools are shared by every release line (hack/tools/*/go.mod pins them):
+# built with this machine's Go whatever LINE is, so that a line with a Go
+# toolchain of its own (LINE_GOTOOLCHAIN) does not rebuild them.
+export GOTOOLCHAIN=local
 
 # tools::module_version DIR MODULE: the version of MODULE that DIR's go.mod selects.
 tools::module_version() {

@@ -304,7 +304,9 @@ func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 	// for the pod to go. Where a kubelet runs the pod (kind), the kubelet
 	// stops the evicted pod's containers and the pod reaches a terminal
 	// phase while the finalizer still holds it: the responder is done then
-	// too, and says so. Any other end before the pod goes is a failure.
+	// too. Any other end before the pod goes is a failure. Judged by the pod
+	// itself, not by the responder's message, which each release line's
+	// controllers word their own way.
 	c.Poll(t, "the default responder to evict and wait", func(ctx context.Context) (bool, error) {
 		ev, err := evictionOf(ctx, c.Cluster, vm)
 		if err != nil || ev == nil {
@@ -312,13 +314,18 @@ func TestKEP4563PodResponderGoesFirst(t *testing.T) {
 		}
 		state, status := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
 		message := ptr.Deref(status.Message, "")
-		switch state {
-		case lifecyclev1alpha1.ResponderStateInactive:
+		if state == lifecyclev1alpha1.ResponderStateInactive {
 			return false, nil
+		}
+		pod, err := c.Client.CoreV1().Pods(ns).Get(ctx, "vm", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		switch state {
 		case lifecyclev1alpha1.ResponderStateActive:
-			return strings.Contains(message, "evicted through the eviction API"), nil
+			return pod.DeletionTimestamp != nil, nil
 		case lifecyclev1alpha1.ResponderStateCompleted:
-			if strings.Contains(message, "reached the terminal phase") {
+			if pod.DeletionTimestamp != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
 				return true, nil
 			}
 		}

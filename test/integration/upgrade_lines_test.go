@@ -24,15 +24,17 @@ import (
 )
 
 // linesWithKEP3280 returns the release lines of kubernetes older than the
-// newest whose series carries the KEP-3280 topic (patches/kubernetes/<line>/topics).
+// default one (pins.DefaultLine: the newest that is not a preview) whose
+// series carries the KEP-3280 topic (patches/kubernetes/<line>/topics).
 func linesWithKEP3280(t *testing.T) []string {
 	t.Helper()
 	root := controlplane.RepoRoot(t)
 	lines, err := pins.Lines(root, "kubernetes")
 	require.NoError(t, err)
 	require.NotEmpty(t, lines)
+	def := newestLine(t)
 	var out []string
-	for _, l := range lines[:len(lines)-1] {
+	for _, l := range lines[:slices.Index(lines, def)] {
 		b, err := os.ReadFile(filepath.Join(root, "patches", "kubernetes", l, "topics"))
 		require.NoError(t, err)
 		if slices.Contains(strings.Fields(string(b)), "kep-3280") {
@@ -119,10 +121,12 @@ func testUpgradeFromLine(t *testing.T, line string) {
 	requireReadBack(ctx, t, old.Client, ns, c2, p2, d2, "line "+line+" reads what the newest line wrote")
 }
 
+// newestLine is the default release line, the one _output/bin holds: the
+// newest that is not a preview.
 func newestLine(t *testing.T) string {
-	lines, err := pins.Lines(controlplane.RepoRoot(t), "kubernetes")
+	line, err := pins.DefaultLine(controlplane.RepoRoot(t), "kubernetes")
 	require.NoError(t, err)
-	return lines[len(lines)-1]
+	return line
 }
 
 // writeProtected creates two PriorityClasses with a threshold (names with

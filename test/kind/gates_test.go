@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,7 +92,13 @@ func TestGatesOfEachLine(t *testing.T) {
 		require.NoError(t, err, "line %s: %s sets CLUSTER_GATES and CLUSTER_GATES_FAST_PATH", line, env)
 		f := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 		require.Len(t, f, 2)
-		require.Contains(t, f[0], "DisruptionPolicyInPriorityClass=true", "line %s: every line carries KEP-3280", line)
+		topics, err := os.ReadFile(filepath.Join(h.root, "patches", "kubernetes", line, "topics"))
+		require.NoError(t, err)
+		if slices.Contains(strings.Fields(string(topics)), "kep-3280") {
+			require.Contains(t, f[0], "DisruptionPolicyInPriorityClass=true", "line %s carries KEP-3280", line)
+		} else {
+			require.NotContains(t, f[0], "DisruptionPolicyInPriorityClass", "line %s does not carry KEP-3280: its components would refuse the gate", line)
+		}
 
 		got, err := gates(line, "0")
 		require.NoError(t, err, got)

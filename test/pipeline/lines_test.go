@@ -112,3 +112,59 @@ func TestTreeOfAnotherReleaseIsNotReplacedWithItsWork(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Equal(t, "free", out)
 }
+
+// TestLineBorrowsNodeBinariesWhileTheProxyRefusesTheirModule: a line whose
+// node binaries import a module the Go module proxy refuses builds them on
+// the line its line.env names (BORROWED_*), and builds them itself as soon
+// as the module is served; binaries it does not name, and a line without
+// the settings, are never borrowed.
+func TestLineBorrowsNodeBinariesWhileTheProxyRefusesTheirModule(t *testing.T) {
+	// The module cache's download folder as the proxy: a module this test
+	// binary was built with is served, one that exists nowhere is refused.
+	served := "github.com/stretchr/testify@" + moduleVersion(t, "github.com/stretchr/testify")
+	refused := "example.invalid/kube-guard/refused@v1.0.0"
+	lineEnv := func(module string) string {
+		return "UPSTREAM_VERSION=v1.82.0-beta.0\nLINE_PREVIEW=true\nBORROWED_BINARIES=\"kubelet kube-proxy\"\nBORROWED_WHILE_REFUSED=" + module + "\nBORROWED_FROM_LINE=1.81\n"
+	}
+	for _, tc := range []struct {
+		name, env, want string
+	}{
+		{"refused", lineEnv(refused), "kubelet\nkube-proxy"},
+		{"served", lineEnv(served), ""},
+		{"no settings", "UPSTREAM_VERSION=v1.82.0-beta.0\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fakeLines(t, map[string]string{
+				"kubernetes/1.81": "UPSTREAM_VERSION=v1.81.2\n",
+				"kubernetes/1.82": tc.env,
+			})
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "build", "kubernetes"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "build", "kubernetes", "component.env"), []byte("UPSTREAM_MODULE=k8s.io/kubernetes\n"), 0o644))
+			lib, err := os.ReadFile(filepath.Join(realRepo, "hack", "lib", "build.sh"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(root, "hack", "lib", "build.sh"), lib, 0o644))
+			out, err := inLines(t, root, "1.82", `export GOPROXY="file://$(go env GOMODCACHE)/cache/download" GOSUMDB=off GOTOOLCHAIN=local; source hack/lib/build.sh; build::borrowed kubernetes kube-apiserver kubelet kubectl kube-proxy`)
+			require.NoError(t, err, out)
+			lines := strings.Split(out, "\n")
+			var got []string
+			for _, l := range lines {
+				if !strings.HasPrefix(l, "+++ ") && l != "" {
+					got = append(got, l)
+				}
+			}
+			require.Equal(t, tc.want, strings.Join(got, "\n"), out)
+			if tc.name == "served" {
+				require.Contains(t, out, "the Go module proxy serves "+served+": kubelet kube-proxy built from this line's tree")
+			}
+		})
+	}
+}
+
+// moduleVersion is the version of module that this repository's go.mod
+// requires.
+func moduleVersion(t *testing.T, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}

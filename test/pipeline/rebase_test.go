@@ -304,6 +304,7 @@ func TestRebaseHandConflict(t *testing.T) {
 
 	out = r.mustRun(t, "rebase.sh", throwaway, throwawayTo)
 	require.Contains(t, out, "resolved by hand: fix/0001-uuid-test-more-lengths.patch")
+	require.NotContains(t, out, "fix/0001-uuid-test-more-lengths.patch: regenerating", "a conflict in hand-written files only asks for no generator")
 	r.requireRebased(t, 2)
 	require.Contains(t, r.read(t, "uuid_test.go"), "x < 256")
 	require.Contains(t, r.read(t, "doc.go"), "kube-guard: after the conflict")

@@ -10,6 +10,7 @@ package pins
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -34,16 +35,50 @@ func (c Component) BaseTag() string { return "base/" + c.Version }
 // UpstreamTag is the tag of the untouched upstream import.
 func (c Component) UpstreamTag() string { return "upstream/" + c.Version }
 
-// Load reads the pin of component name on its newest release line.
+// Load reads the pin of component name on its default release line
+// (DefaultLine): the one every target builds unless LINE says otherwise.
 func Load(root, name string) (Component, error) {
-	lines, err := Lines(root, name)
+	line, err := DefaultLine(root, name)
 	if err != nil {
 		return Component{}, err
 	}
-	if len(lines) == 0 {
-		return Component{}, fmt.Errorf("patches/%s has no release line (<line>/line.env)", name)
+	return LoadLine(root, name, line)
+}
+
+// DefaultLine returns the newest release line of component name that is not
+// a preview (IsPreview), as hack/lib/init.sh's line::default picks it.
+func DefaultLine(root, name string) (string, error) {
+	lines, err := Lines(root, name)
+	if err != nil {
+		return "", err
 	}
-	return LoadLine(root, name, lines[len(lines)-1])
+	for i := len(lines) - 1; i >= 0; i-- {
+		preview, err := IsPreview(root, name, lines[i])
+		if err != nil {
+			return "", err
+		}
+		if !preview {
+			return lines[i], nil
+		}
+	}
+	return "", fmt.Errorf("patches/%s has no release line that is not a preview (<line>/line.env without LINE_PREVIEW=true)", name)
+}
+
+// IsPreview reports whether release line line of component name is a
+// preview: pinned to an upstream pre-release, LINE_PREVIEW=true in its
+// line.env (the last setting wins, as when bash sources it).
+func IsPreview(root, name, line string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(root, "patches", name, line, "line.env"))
+	if err != nil {
+		return false, err
+	}
+	preview := false
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "LINE_PREVIEW="); ok {
+			preview = strings.Trim(v, `"'`) == "true"
+		}
+	}
+	return preview, nil
 }
 
 // Lines lists the release lines of component name, oldest first.

@@ -55,7 +55,7 @@ if component::has_line descheduler "${line}"; then
   [[ -x "${DESCHEDULER}" ]] || "${REPO_ROOT}/hack/make-rules/build.sh" descheduler
 else
   log "release line ${line} has no descheduler line: its tests skip"
-  LINE_SKIPS+="|^TestDescheduler"
+  LINE_SKIPS+="|^TestDescheduler|/the_descheduler_"
 fi
 if [[ -n "$(local::running_pids)" ]]; then
   fatal "a local cluster is running: make e2e brings up its own; stop it first with 'make local-down'"

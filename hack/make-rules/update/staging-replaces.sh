@@ -27,13 +27,28 @@
 # apply.sh when missing). The overlay is written under TARGET_ROOT (default:
 # this repository; verify/staging-replaces.sh passes a copy and compares).
 #
+# Each release line of the component has its own: the default line's is
+# build/<component>/overlay, another line's patches/<component>/<line>/overlay
+# (copied over the former by materialize.sh), with its replaces pointing at
+# that line's STAGING_FROM tree (../kubernetes-<line>/staging/src/k8s.io/...)
+# and its requirements at that line's staging version, tidied with that
+# line's Go toolchain.
+#
 # Usage: update/staging-replaces.sh [component...]
 #        (default: every component whose component.env sets STAGING_FROM)
+#        LINE=<line>: that line only (default: every line of each component)
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/init.sh"
-# It writes files of the repository as a whole: the newest release line's
-# (a line is named explicitly where one is meant), whatever LINE says.
-unset LINE
+
+# Without LINE, once per line: each line runs with its own toolchain
+# (init.sh sets GOTOOLCHAIN from LINE).
+if [[ -z "${LINE:-}" ]]; then
+  rc=0
+  for line in $(line::all); do
+    LINE="${line}" "${BASH_SOURCE[0]}" "$@" || rc=1
+  done
+  exit "${rc}"
+fi
 
 update() {
   local name="$1" from staging_version openapi tree
@@ -44,6 +59,7 @@ update() {
   component::load "${from}"
   component::is_materialised || "${REPO_ROOT}/hack/make-rules/apply.sh" "${from}"
   tree="${COMPONENT_TREE}"
+  local from_tree="${COMPONENT_TREE_NAME}"
   staging_version="${COMPONENT_STAGING_VERSION:?build/${from}/component.env: STAGING_VERSION is not set}"
   local -a staging
   mapfile -t staging < <(component::staging_modules "${tree}/go.work")
@@ -51,7 +67,10 @@ update() {
   [[ -n "${openapi}" ]] || fatal "${tree}/go.mod requires no k8s.io/kube-openapi"
 
   component::load "${name}"
-  local overlay="${TARGET_ROOT:-${REPO_ROOT}}/build/${name}/overlay"
+  # The default line's overlay is the component's, another line's its own.
+  local rel_overlay="build/${name}/overlay"
+  [[ "${COMPONENT_LINE}" == "$(line::default)" ]] || rel_overlay="$(component::rel_patches)/overlay"
+  local overlay="${TARGET_ROOT:-${REPO_ROOT}}/${rel_overlay}"
   local json dir
   tmp="$(mktemp -d)"
   json="$(cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${COMPONENT_MODULE}@${COMPONENT_VERSION}" || true)"
@@ -64,12 +83,14 @@ update() {
   mkdir -p "${tmp}/src"
   cp -R "${dir}/." "${work}/"
   chmod -R u+w "${work}"
-  ln -s "${tree}" "${tmp}/src/${from}"
-  if [[ -d "${overlay}" ]]; then
-    cp -R "${overlay}/." "${work}/"
+  ln -s "${tree}" "${tmp}/src/${from_tree}"
+  local o
+  for o in "${COMPONENT_OVERLAY}" "${COMPONENT_LINE_OVERLAY}"; do
+    [[ -d "${o}" ]] || continue
+    cp -R "${o}/." "${work}/"
     cp "${dir}/go.mod" "${dir}/go.sum" "${work}/"
     chmod -R u+w "${work}"
-  fi
+  done
 
   local -a used args
   local prev="" n list
@@ -79,7 +100,7 @@ update() {
     args=()
     for n in "${used[@]}"; do
       if printf '%s\n' "${staging[@]}" | grep -qxF "${n}"; then
-        args+=(-require "k8s.io/${n}@${staging_version}" -replace "k8s.io/${n}=../${from}/staging/src/k8s.io/${n}")
+        args+=(-require "k8s.io/${n}@${staging_version}" -replace "k8s.io/${n}=../${from_tree}/staging/src/k8s.io/${n}")
       fi
     done
     [[ "${args[*]}" != "${prev}" ]] || break
@@ -95,10 +116,10 @@ update() {
   # Say so at the top of the file, for whoever reads it in the tree.
   {
     printf '// kube-guard: upstream go.mod with the k8s.io/* staging modules replaced by the\n'
-    printf '// patched ones of _output/src/%s (replace directives at the end), and\n' "${from}"
+    printf '// patched ones of _output/src/%s (replace directives at the end), and\n' "${from_tree}"
     printf '// k8s.io/kube-openapi by the version %s requires (a module that\n' "${from}"
     printf '// imports this one must repeat that replace). Written by\n'
-    printf '// hack/make-rules/update/staging-replaces.sh into build/%s/overlay.\n' "${name}"
+    printf '// hack/make-rules/update/staging-replaces.sh into %s.\n' "${rel_overlay}"
     cat "${work}/go.mod"
   } >"${tmp}/go.mod"
   mv "${tmp}/go.mod" "${work}/go.mod"
@@ -106,7 +127,7 @@ update() {
   mkdir -p "${overlay}"
   cp "${work}/go.mod" "${work}/go.sum" "${overlay}/"
   rm -rf "${tmp}"
-  log "build/${name}/overlay/go.mod: $((${#args[@]} / 4)) staging modules -> ../${from}/staging/src/k8s.io/, k8s.io/kube-openapi@${openapi}"
+  log "${rel_overlay}/go.mod (line ${COMPONENT_LINE}): $((${#args[@]} / 4)) staging modules -> ../${from_tree}/staging/src/k8s.io/, k8s.io/kube-openapi@${openapi}"
 }
 
 tmp=""
@@ -119,5 +140,6 @@ if [[ ${#components[@]} -eq 0 ]]; then
   done < <(component::all)
 fi
 for c in "${components[@]}"; do
+  component::has_line "${c}" || continue
   update "${c}"
 done

@@ -69,14 +69,20 @@ var controllers = []string{"evictionrequest-controller", "imperative-eviction-re
 // steps names each request of a controller by the step of the KEP's flow it
 // serves.
 var steps = map[string]string{
-	"evictionrequest-controller create evictions":                      "one Eviction per target pod",
-	"evictionrequest-controller update evictions/status":               "responders listed and the first activated; the imperative responder's completion once the pod is gone; the final condition (TargetEvicted, or Failed) with the Active responder's end",
-	"evictionrequest-controller update evictionrequests/status":        "the Eviction's conditions mirrored into the request, with its observed generation (at the start, and when the Eviction ends)",
-	"evictionrequest-controller create events":                         "an event when the Eviction ends, or a responder is interrupted",
-	"evictionrequest-controller patch events":                          "the same event again (the event recorder's aggregation)",
-	"evictionrequest-controller get pods":                              "quorum read of a target the pod informer does not show",
-	"evictionrequest-controller get evictions":                         "read again after a conflicting status write",
-	"imperative-eviction-responder-controller create pods/eviction":    "the eviction through the eviction API (PodDisruptionBudgets decide)",
+	"evictionrequest-controller create evictions":                   "one Eviction per target pod",
+	"evictionrequest-controller update evictions/status":            "responders listed and the first activated; the imperative responder's completion once the pod is gone; the final condition (TargetEvicted, or Failed) with the Active responder's end",
+	"evictionrequest-controller update evictionrequests/status":     "the Eviction's conditions mirrored into the request, with its observed generation (at the start, and when the Eviction ends)",
+	"evictionrequest-controller create events":                      "an event when the Eviction ends, or a responder is interrupted",
+	"evictionrequest-controller patch events":                       "the same event again (the event recorder's aggregation)",
+	"evictionrequest-controller get pods":                           "quorum read of a target the pod informer does not show",
+	"evictionrequest-controller get evictions":                      "read again after a conflicting status write",
+	"imperative-eviction-responder-controller create pods/eviction": "the eviction through the eviction API (PodDisruptionBudgets decide)",
+	// Upstream's controllers (v1.38, line 1.38) write with server-side
+	// apply: a patch where line 1.37's update or create.
+	"evictionrequest-controller patch evictions":                       "one Eviction per target pod, applied; its owner references and participant labels applied again when they change",
+	"evictionrequest-controller patch evictions/status":                "responders listed and the first activated; the imperative responder's completion once the pod is gone; the final condition (TargetEvicted, or Failed) with the Active responder's end (applied)",
+	"evictionrequest-controller patch evictionrequests/status":         "the Eviction's conditions mirrored into the request, with its observed generation (applied)",
+	"imperative-eviction-responder-controller patch evictions/status":  "the responder's report: a heartbeat with a refused attempt, the pod terminating with its expected completion (applied)",
 	"imperative-eviction-responder-controller update evictions/status": "the responder's report: a heartbeat with a refused attempt (at most every 3 minutes), the pod terminating with its expected completion",
 	"imperative-eviction-responder-controller create events":           "the responder's event (KEP: optional, an appropriate number): Evicted, or FailedEviction when a refusal is new",
 	"imperative-eviction-responder-controller patch events":            "the same event again (the event recorder's aggregation)",

@@ -16,7 +16,8 @@
 # down at the end (BENCH_ER_KEEP=1 keeps it, with its logs).
 #
 # Knobs: BENCH_ER_HAPPY=200 BENCH_ER_BLOCKED=5000 BENCH_ER_DELETIONS=200
-# BENCH_ER_BLOCKED_FOR=35m BENCH_ER_WINDOW=10m BENCH_OUT=benchmarks; LOCAL_NODES
+# BENCH_ER_BLOCKED_FOR=35m BENCH_ER_WINDOW=10m BENCH_OUT=benchmarks (another
+# line than the default: benchmarks/line-<line>); LOCAL_NODES
 # (hack/lib/local.sh) spreads the pods, each node's capacity made to fit them.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/init.sh"
@@ -28,7 +29,10 @@ BENCH_ER_DELETIONS="${BENCH_ER_DELETIONS:-200}"
 BENCH_ER_BLOCKED_FOR="${BENCH_ER_BLOCKED_FOR:-35m}"
 BENCH_ER_WINDOW="${BENCH_ER_WINDOW:-10m}"
 BENCH_ER_KEEP="${BENCH_ER_KEEP:-0}"
-BENCH_OUT="${BENCH_OUT:-${REPO_ROOT}/benchmarks}"
+# Another line's figures go beside the default line's, not over them.
+bench_line_dir=""
+[[ "$(line::selected)" == "$(line::default)" ]] || bench_line_dir="/line-$(line::selected)"
+BENCH_OUT="${BENCH_OUT:-${REPO_ROOT}/benchmarks${bench_line_dir}}"
 for var in BENCH_ER_HAPPY BENCH_ER_BLOCKED BENCH_ER_DELETIONS; do
   [[ "${!var}" =~ ^[1-9][0-9]*$ ]] || fatal "${var} must be a positive number, not '${!var}'"
 done
@@ -54,7 +58,7 @@ fi
 log "benchmark: ${BENCH_ER_HAPPY} evictions at once, ${BENCH_ER_BLOCKED} blocked for ${BENCH_ER_BLOCKED_FOR}, then ${BENCH_ER_DELETIONS} deletions"
 "${bin}" -kubeconfig "${LOCAL_KUBECONFIG}" -audit-log "${LOCAL_LOGS_DIR}/audit.log" \
   -out "${BENCH_OUT}/evictionrequest-scale" \
-  -command "make bench-evictionrequest$(for var in BENCH_ER_HAPPY BENCH_ER_BLOCKED BENCH_ER_DELETIONS BENCH_ER_BLOCKED_FOR BENCH_ER_WINDOW; do
+  -command "make bench-evictionrequest${bench_line_dir:+ LINE=$(line::selected)}$(for var in BENCH_ER_HAPPY BENCH_ER_BLOCKED BENCH_ER_DELETIONS BENCH_ER_BLOCKED_FOR BENCH_ER_WINDOW; do
     case "${var}:${!var}" in
     BENCH_ER_HAPPY:200 | BENCH_ER_BLOCKED:5000 | BENCH_ER_DELETIONS:200 | BENCH_ER_BLOCKED_FOR:35m | BENCH_ER_WINDOW:10m) ;;
     *) printf ' %s=%s' "${var}" "${!var}" ;;

@@ -230,6 +230,95 @@ func TestKEP4563DefaultResponderRespectsTheBudget(t *testing.T) {
 	require.NoError(t, err, "the pod nobody asked to evict is still there")
 }
 
+// TestKEP4563BlockedRequestEndsWhenWithdrawn: a request whose eviction a
+// PodDisruptionBudget blocks ends when its requester withdraws it (KEP-4563:
+// the Eviction is canceled once every requester's intent is Withdrawn): the
+// imperative responder is Canceled, the Eviction and the request report
+// Failed at the request's current generation, and no pod is evicted or
+// deleted, not even once the budget allows it. This is how the
+// descheduler's TTL ends a blocked request.
+func TestKEP4563BlockedRequestEndsWhenWithdrawn(t *testing.T) {
+	c := setup(t)
+	requireEvictionRequestAPI(t, c.Cluster)
+	ns := c.Namespace(t, "kep4563-withdrawn")
+	labels := map[string]string{"app": "guarded"}
+	a := c.CreatePod(t, ns, "a", labels, framework.PodSpec("", resource.Quantity{}))
+	c.CreatePod(t, ns, "b", labels, framework.PodSpec("", resource.Quantity{}))
+	c.WaitPodRunningReady(t, ns, "a")
+	c.WaitPodRunningReady(t, ns, "b")
+	c.PDB(t, ns, "pdb", "guarded", 2, nil)
+	c.WaitPDB(t, ns, "pdb", "no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
+		return s.CurrentHealthy == 2 && s.DisruptionsAllowed == 0
+	})
+	recorder := c.RecordPods(t, ns, "app=guarded")
+
+	createEvictionRequest(t, c.Cluster, a, "drain-a")
+	c.Poll(t, "the imperative responder to report a refused eviction", func(ctx context.Context) (bool, error) {
+		ev, err := evictionOf(ctx, c.Cluster, a)
+		if err != nil || ev == nil {
+			return false, err
+		}
+		state, rs := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+		return state == lifecyclev1alpha1.ResponderStateActive && strings.Contains(ptr.Deref(rs.Message, ""), "disruption budget"), nil
+	})
+
+	requests := c.Client.LifecycleV1alpha1().EvictionRequests(ns)
+	var generation int64
+	c.Poll(t, "the request to be withdrawn", func(ctx context.Context) (bool, error) {
+		er, err := requests.Get(ctx, "drain-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		er.Spec.Intent = lifecyclev1alpha1.EvictionRequestIntentWithdrawn
+		updated, err := requests.Update(ctx, er, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		generation = updated.Generation
+		return true, nil
+	})
+	c.Poll(t, "the Eviction to be canceled", func(ctx context.Context) (bool, error) {
+		ev, err := evictionOf(ctx, c.Cluster, a)
+		if err != nil || ev == nil {
+			return false, err
+		}
+		state, _ := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
+		return state == lifecyclev1alpha1.ResponderStateCanceled &&
+			meta.IsStatusConditionTrue(ev.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)), nil
+	})
+	c.Poll(t, "the withdrawn request to report Failed at its generation", func(ctx context.Context) (bool, error) {
+		er, err := requests.Get(ctx, "drain-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return ptr.Deref(er.Status.ObservedGeneration, 0) == generation &&
+			meta.IsStatusConditionTrue(er.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)), nil
+	})
+
+	// The budget allows a disruption now: nothing asks any more, so the
+	// responder does not try again. A later request for the other pod,
+	// evicted once the budget allows it, shows the responder at work.
+	pdb, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "pdb", metav1.GetOptions{})
+	require.NoError(t, err)
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(1))
+	_, err = c.Client.PolicyV1().PodDisruptionBudgets(ns).Update(context.Background(), pdb, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	b, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "b", metav1.GetOptions{})
+	require.NoError(t, err)
+	createEvictionRequest(t, c.Cluster, b, "drain-b")
+	waitRequestTargetEvicted(t, c.Cluster, ns, "drain-b")
+	require.Equal(t, []string{"b"}, recorder.EvictedPods(), "only the pod still asked for is evicted")
+	_, err = c.Client.CoreV1().Pods(ns).Get(context.Background(), "a", metav1.GetOptions{})
+	require.NoError(t, err, "the pod whose request was withdrawn is still there")
+	ev, err := evictionOf(context.Background(), c.Cluster, a)
+	require.NoError(t, err)
+	require.NotNil(t, ev)
+	require.True(t, meta.IsStatusConditionTrue(ev.Status.Conditions, string(lifecyclev1alpha1.EvictionConditionFailed)), "the canceled Eviction stays failed")
+}
+
 // holdFinalizer keeps an evicted pod terminating until the test releases
 // it, as a kubelet holds it for its grace period: kube-controller-manager
 // ends the Active responder's turn when the pod is gone, so without the hold

@@ -58,6 +58,11 @@ if component::has_line descheduler "$(line::selected)" && [[ -x "$(line::bin)/de
   descheduler_bin="$(line::bin)/descheduler"
 fi
 
+# What TestKindNodesRunTheFork expects of the nodes: the line's kubelet (its
+# own version, which is another line's where the line borrows it,
+# BORROWED_BINARIES) and the gates the cluster turns on.
+kubelet_version="$("$(line::bin)/kubelet" --version | awk '{print $2}')"
+
 log "kind e2e 1/2: test/e2e -run '${KIND_E2E_RUN}' (pods: ${pause_image}, ${agnhost_image})"
 start="$(date +%s)"
 (
@@ -68,6 +73,8 @@ start="$(date +%s)"
     KUBE_GUARD_E2E_AGNHOST_IMAGE="${agnhost_image}" \
     KUBE_GUARD_E2E_SCHEDULER_URL="https://${cp_ip}:10259" \
     KUBE_GUARD_E2E_DESCHEDULER="${descheduler_bin}" \
+    KUBE_GUARD_E2E_KUBELET_VERSION="${kubelet_version}" \
+    KUBE_GUARD_E2E_GATES="${KIND_FEATURE_GATES}" \
     go test ./test/e2e/... -count=1 -v -timeout "${KIND_E2E_TIMEOUT}" -run "${KIND_E2E_RUN}"
 ) || fatal "kind e2e: test/e2e failed (kind export logs --name ${KIND_NAME} collects the nodes' logs)"
 log "kind e2e 1/2: passed in $(($(date +%s) - start)) s"

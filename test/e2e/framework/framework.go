@@ -13,6 +13,8 @@
 //	                               kind: type=kind, its workers)
 //	KUBE_GUARD_E2E_POD_IMAGE       the tests' pods' image (default registry.k8s.io/pause:3.10)
 //	KUBE_GUARD_E2E_AGNHOST_IMAGE   upstream's agnhost, for probes on real kubelets
+//	KUBE_GUARD_E2E_KUBELET_VERSION the kubelets' version TestKindNodesRunTheFork expects (default: the apiserver's)
+//	KUBE_GUARD_E2E_GATES           the gates the cluster turns on, NAME=true,... (TestKindNodesRunTheFork)
 package framework
 
 import (

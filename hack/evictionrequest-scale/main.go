@@ -32,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -144,6 +145,9 @@ func main() {
 type Results struct {
 	Start, End time.Time
 	Options    map[string]string
+	// AuditLogFiles is how many files the audit log was read from (the
+	// current one and its rotated backups).
+	AuditLogFiles int
 
 	HappyPods             int
 	HappyEvictedSeconds   float64 // from the first request to the last TargetEvicted
@@ -685,16 +689,49 @@ func component(userAgent string) string {
 	return ""
 }
 
+// auditLogFiles returns the audit log at path and the backups kube-apiserver
+// rotated it into, oldest first: with no --audit-log-maxsize, kube-apiserver
+// rotates the log every 100 MB (lumberjack's default) into
+// <name>-<time>.<ext> beside it, and a benchmark that reads only the current
+// file loses its first phases' requests.
+func auditLogFiles(path string) ([]string, error) {
+	ext := filepath.Ext(path)
+	backups, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(backups) // the time in each name sorts as it reads
+	return append(backups, path), nil
+}
+
 func countRequests(path string, res *Results, happyNS, blockedNS string, happyStart, blockedStart, blockedEnd time.Time, window time.Duration) error {
-	f, err := os.Open(path)
+	files, err := auditLogFiles(path)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = f.Close() }()
 	happy, blockedWindow, blockedAll := map[string]int{}, map[string]int{}, map[string]int{}
 	happyRequester := 0
 	windowStart := blockedEnd.Add(-window)
-	sc := bufio.NewScanner(f)
+	for _, file := range files {
+		if err := scanAuditLog(file, func(e auditEvent) {
+			countAuditEvent(e, happy, blockedWindow, blockedAll, &happyRequester, happyNS, blockedNS, happyStart, blockedStart, blockedEnd, windowStart)
+		}); err != nil {
+			return err
+		}
+	}
+	res.AuditLogFiles = len(files)
+	return countsInto(res, happy, blockedWindow, blockedAll, happyRequester, window)
+}
+
+// scanAuditLog calls f with each completed request of the audit log file
+// path.
+func scanAuditLog(path string, f func(auditEvent)) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = file.Close() }()
+	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	lines := 0
 	for sc.Scan() {
@@ -706,32 +743,7 @@ func countRequests(path string, res *Results, happyNS, blockedNS string, happySt
 		if e.Stage != "ResponseComplete" || e.ObjectRef == nil {
 			continue
 		}
-		resource := e.ObjectRef.Resource
-		if e.ObjectRef.Subresource != "" {
-			resource += "/" + e.ObjectRef.Subresource
-		}
-		if e.ObjectRef.Namespace == happyNS && e.UserAgent == userAgent && e.Verb == "create" && resource == "evictionrequests" {
-			happyRequester++
-		}
-		c := component(e.UserAgent)
-		if c == "" {
-			continue
-		}
-		key := c + " " + e.Verb + " " + resource
-		switch e.ObjectRef.Namespace {
-		case happyNS:
-			if !e.RequestReceivedTimestamp.Before(happyStart) {
-				happy[key]++
-			}
-		case blockedNS:
-			at := e.RequestReceivedTimestamp
-			if !at.Before(blockedStart) && at.Before(blockedEnd) {
-				blockedAll[key]++
-				if !at.Before(windowStart) {
-					blockedWindow[key]++
-				}
-			}
-		}
+		f(e)
 	}
 	if err := sc.Err(); err != nil {
 		return err
@@ -739,6 +751,42 @@ func countRequests(path string, res *Results, happyNS, blockedNS string, happySt
 	if lines == 0 {
 		return fmt.Errorf("%s is empty: was the cluster started with an audit policy?", path)
 	}
+	return nil
+}
+
+// countAuditEvent counts one completed request in the phase it belongs to.
+func countAuditEvent(e auditEvent, happy, blockedWindow, blockedAll map[string]int, happyRequester *int,
+	happyNS, blockedNS string, happyStart, blockedStart, blockedEnd, windowStart time.Time) {
+	resource := e.ObjectRef.Resource
+	if e.ObjectRef.Subresource != "" {
+		resource += "/" + e.ObjectRef.Subresource
+	}
+	if e.ObjectRef.Namespace == happyNS && e.UserAgent == userAgent && e.Verb == "create" && resource == "evictionrequests" {
+		*happyRequester++
+	}
+	c := component(e.UserAgent)
+	if c == "" {
+		return
+	}
+	key := c + " " + e.Verb + " " + resource
+	switch e.ObjectRef.Namespace {
+	case happyNS:
+		if !e.RequestReceivedTimestamp.Before(happyStart) {
+			happy[key]++
+		}
+	case blockedNS:
+		at := e.RequestReceivedTimestamp
+		if !at.Before(blockedStart) && at.Before(blockedEnd) {
+			blockedAll[key]++
+			if !at.Before(windowStart) {
+				blockedWindow[key]++
+			}
+		}
+	}
+}
+
+// countsInto writes the counts of each phase into res.
+func countsInto(res *Results, happy, blockedWindow, blockedAll map[string]int, happyRequester int, window time.Duration) error {
 	res.HappyRequests, res.HappyRequestsPerPod, res.HappyRequestsAll = counts(happy, float64(res.HappyPods))
 	res.HappyRequesterPerPod = float64(happyRequester) / float64(res.HappyPods)
 	perHour := float64(res.BlockedPods) * window.Hours()
@@ -776,6 +824,9 @@ func markdown(res *Results, command string, runErr error) string {
 	p("| date (UTC) | %s, %s |", res.Start.UTC().Format(time.RFC3339), res.End.Sub(res.Start).Round(time.Second))
 	p("| settings | %s |", settings(res.Options))
 	p("| kube-controller-manager | its default client rate limits (`--kube-api-qps` 20, `--kube-api-burst` 30; a client of its own for each controller) |")
+	if res.AuditLogFiles > 1 {
+		p("| audit log | read from %d files (kube-apiserver rotated it every 100 MB) |", res.AuditLogFiles)
+	}
 	if runErr != nil {
 		p("| result | **failed**: %s |", strings.ReplaceAll(runErr.Error(), "\n", " "))
 	} else {

@@ -16,7 +16,7 @@ func TestCountRequestsReadsRotatedAuditLogs(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2026, 12, 7, 14, 0, 0, 0, time.UTC)
 	event := func(at time.Time, verb, resource, ns string) string {
-		return `{"stage":"ResponseComplete","verb":"` + verb + `","userAgent":"kube-controller-manager/v1.38.0 (linux/amd64) kubernetes/abc/evictionrequest-controller","requestReceivedTimestamp":"` +
+		return `{"stage":"ResponseComplete","verb":"` + verb + `","userAgent":"kube-controller-manager/v0.0.0-test (linux/amd64) kubernetes/abc/evictionrequest-controller","requestReceivedTimestamp":"` +
 			at.Format(time.RFC3339Nano) + `","objectRef":{"resource":"` + resource + `","namespace":"` + ns + `"}}` + "\n"
 	}
 	write := func(name string, lines ...string) {

@@ -64,21 +64,37 @@ func DefaultLine(root, name string) (string, error) {
 	return "", fmt.Errorf("patches/%s has no release line that is not a preview (<line>/line.env without LINE_PREVIEW=true)", name)
 }
 
-// IsPreview reports whether release line line of component name is a
-// preview: pinned to an upstream pre-release, LINE_PREVIEW=true in its
-// line.env (the last setting wins, as when bash sources it).
+// IsPreview reports whether release line line is a preview: pinned to an
+// upstream pre-release, LINE_PREVIEW=true in its line.env. A line is one for
+// every component, so the line.env of any component of that line says it,
+// the first (by component name) that sets it, as hack/lib/init.sh's
+// line::is_preview reads it (within one file the last setting wins, as when
+// bash sources it); name is the component asking, whose line must exist.
 func IsPreview(root, name, line string) (bool, error) {
-	b, err := os.ReadFile(filepath.Join(root, "patches", name, line, "line.env"))
+	if _, err := os.Stat(filepath.Join(root, "patches", name, line, "line.env")); err != nil {
+		return false, err
+	}
+	envs, err := filepath.Glob(filepath.Join(root, "patches", "*", line, "line.env"))
 	if err != nil {
 		return false, err
 	}
-	preview := false
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "LINE_PREVIEW="); ok {
-			preview = strings.Trim(v, `"'`) == "true"
+	sort.Strings(envs)
+	for _, env := range envs {
+		b, err := os.ReadFile(env)
+		if err != nil {
+			return false, err
+		}
+		set, preview := false, false
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "LINE_PREVIEW="); ok {
+				set, preview = true, strings.Trim(v, `"'`) == "true"
+			}
+		}
+		if set {
+			return preview, nil
 		}
 	}
-	return preview, nil
+	return false, nil
 }
 
 // Lines lists the release lines of component name, oldest first.

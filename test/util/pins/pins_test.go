@@ -43,3 +43,33 @@ func TestDefaultLineIsTheNewestThatIsNotAPreview(t *testing.T) {
 	_, err = DefaultLine(root, "kubernetes")
 	require.ErrorContains(t, err, "no release line that is not a preview")
 }
+
+// TestAPreviewLineIsOneForEveryComponent: the descheduler's line 1.82 is a
+// preview because the kubernetes line.env of 1.82 says so (the descheduler's
+// own line.env pins only its release), as hack/lib/init.sh reads it, so the
+// descheduler's default line is 1.81. Failed before: IsPreview read only the
+// component's own line.env, the descheduler's default line was the preview,
+// and the pipeline tests made a scratch repository of descheduler 1.38 with
+// kubernetes 1.37.
+func TestAPreviewLineIsOneForEveryComponent(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, content string) {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte(content), 0o644))
+	}
+	write("patches/kubernetes/1.81/line.env", "UPSTREAM_VERSION=v1.81.2\n")
+	write("patches/kubernetes/1.82/line.env", "UPSTREAM_VERSION=v1.82.0-beta.0\nLINE_PREVIEW=true\n")
+	write("patches/descheduler/1.81/line.env", "UPSTREAM_VERSION=v0.80.0\n")
+	write("patches/descheduler/1.82/line.env", "UPSTREAM_VERSION=v0.80.0\n")
+
+	preview, err := IsPreview(root, "descheduler", "1.82")
+	require.NoError(t, err)
+	require.True(t, preview, "the kubernetes line.env of the line says it is a preview")
+	def, err := DefaultLine(root, "descheduler")
+	require.NoError(t, err)
+	require.Equal(t, "1.81", def)
+
+	_, err = IsPreview(root, "descheduler", "1.83")
+	require.Error(t, err, "a line the component does not have")
+}

@@ -49,6 +49,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"kube-guard/test/e2e/framework"
 )
@@ -555,7 +557,24 @@ type monitor struct {
 func watchEvictions(ctx context.Context, client kubernetes.Interface, ns string) (*monitor, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	m := &monitor{last: map[string]lifecyclev1alpha1.Eviction{}, report: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
-	w, err := client.LifecycleV1alpha1().Evictions(ns).Watch(ctx, metav1.ListOptions{})
+	// A list, then a watch that starts again from the last version it saw
+	// whenever kube-apiserver ends it (it ends each watch after a random
+	// time between its --min-request-timeout and twice that: a 35-minute
+	// phase outlives one).
+	evictions := client.LifecycleV1alpha1().Evictions(ns)
+	list, err := evictions.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for i := range list.Items {
+		m.observe(&list.Items[i])
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			return evictions.Watch(ctx, options)
+		},
+	})
 	if err != nil {
 		cancel()
 		return nil, err
@@ -571,6 +590,14 @@ func watchEvictions(ctx context.Context, client kubernetes.Interface, ns string)
 				if !ok {
 					m.mu.Lock()
 					m.err = errors.New("the watch of Evictions closed")
+					m.mu.Unlock()
+					return
+				}
+				if e.Type == watch.Error {
+					// The RetryWatcher gives up (410 Gone: the
+					// version it resumes from is compacted).
+					m.mu.Lock()
+					m.err = fmt.Errorf("the watch of Evictions ended: %v", apierrors.FromObject(e.Object))
 					m.mu.Unlock()
 					return
 				}

@@ -185,16 +185,13 @@ func waitRequestTargetEvicted(t *testing.T, c *framework.Cluster, ns, name strin
 	})
 }
 
-// TestKEP4563DefaultResponderRespectsTheBudget: kube-controller-manager's
-// evictionrequest-controller and imperative eviction responder evict a pod
-// named by an EvictionRequest through the eviction API: while the pod's
-// PodDisruptionBudget allows nothing, no pod goes and the responder says why;
-// once the budget allows one disruption, the pod is evicted (the eviction
-// API's DisruptionTarget condition) and the request reports TargetEvicted.
-func TestKEP4563DefaultResponderRespectsTheBudget(t *testing.T) {
-	c := setup(t)
-	requireEvictionRequestAPI(t, c.Cluster)
-	ns := c.Namespace(t, "kep4563-budget")
+// requestBlockedByBudget makes pods a and b (label app=guarded) in ns, a
+// PodDisruptionBudget "pdb" that allows no disruption of them, and the
+// EvictionRequest drain-a for a, and waits until the imperative responder
+// reports that the budget refused its eviction. It returns a and a recorder
+// of the pods, started before the request.
+func requestBlockedByBudget(t *testing.T, c *framework.Cluster, ns string) (*corev1.Pod, *framework.PodRecorder) {
+	t.Helper()
 	labels := map[string]string{"app": "guarded"}
 	a := c.CreatePod(t, ns, "a", labels, framework.PodSpec("", resource.Quantity{}))
 	c.CreatePod(t, ns, "b", labels, framework.PodSpec("", resource.Quantity{}))
@@ -206,27 +203,48 @@ func TestKEP4563DefaultResponderRespectsTheBudget(t *testing.T) {
 	})
 	recorder := c.RecordPods(t, ns, "app=guarded")
 
-	createEvictionRequest(t, c.Cluster, a, "drain-a")
+	createEvictionRequest(t, c, a, "drain-a")
 	c.Poll(t, "the imperative responder to report a refused eviction", func(ctx context.Context) (bool, error) {
-		ev, err := evictionOf(ctx, c.Cluster, a)
+		ev, err := evictionOf(ctx, c, a)
 		if err != nil || ev == nil {
 			return false, err
 		}
 		state, rs := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
 		return state == lifecyclev1alpha1.ResponderStateActive && strings.Contains(ptr.Deref(rs.Message, ""), "disruption budget"), nil
 	})
-	require.Empty(t, recorder.DeletedPods(), "pods deleted while the budget allowed nothing")
-	require.Empty(t, recorder.EvictedPods(), "pods evicted while the budget allowed nothing")
+	return a, recorder
+}
 
+// allowOneDisruption lowers the minimum of requestBlockedByBudget's budget to
+// one of its two pods.
+func allowOneDisruption(t *testing.T, c *framework.Cluster, ns string) {
+	t.Helper()
 	pdb, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "pdb", metav1.GetOptions{})
 	require.NoError(t, err)
 	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(1))
 	_, err = c.Client.PolicyV1().PodDisruptionBudgets(ns).Update(context.Background(), pdb, metav1.UpdateOptions{})
 	require.NoError(t, err)
+}
+
+// TestKEP4563DefaultResponderRespectsTheBudget: kube-controller-manager's
+// evictionrequest-controller and imperative eviction responder evict a pod
+// named by an EvictionRequest through the eviction API: while the pod's
+// PodDisruptionBudget allows nothing, no pod goes and the responder says why;
+// once the budget allows one disruption, the pod is evicted (the eviction
+// API's DisruptionTarget condition) and the request reports TargetEvicted.
+func TestKEP4563DefaultResponderRespectsTheBudget(t *testing.T) {
+	c := setup(t)
+	requireEvictionRequestAPI(t, c.Cluster)
+	ns := c.Namespace(t, "kep4563-budget")
+	_, recorder := requestBlockedByBudget(t, c.Cluster, ns)
+	require.Empty(t, recorder.DeletedPods(), "pods deleted while the budget allowed nothing")
+	require.Empty(t, recorder.EvictedPods(), "pods evicted while the budget allowed nothing")
+
+	allowOneDisruption(t, c.Cluster, ns)
 
 	waitRequestTargetEvicted(t, c.Cluster, ns, "drain-a")
 	require.Equal(t, []string{"a"}, recorder.EvictedPods(), "evicted through the eviction API")
-	_, err = c.Client.CoreV1().Pods(ns).Get(context.Background(), "b", metav1.GetOptions{})
+	_, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "b", metav1.GetOptions{})
 	require.NoError(t, err, "the pod nobody asked to evict is still there")
 }
 
@@ -241,26 +259,7 @@ func TestKEP4563BlockedRequestEndsWhenWithdrawn(t *testing.T) {
 	c := setup(t)
 	requireEvictionRequestAPI(t, c.Cluster)
 	ns := c.Namespace(t, "kep4563-withdrawn")
-	labels := map[string]string{"app": "guarded"}
-	a := c.CreatePod(t, ns, "a", labels, framework.PodSpec("", resource.Quantity{}))
-	c.CreatePod(t, ns, "b", labels, framework.PodSpec("", resource.Quantity{}))
-	c.WaitPodRunningReady(t, ns, "a")
-	c.WaitPodRunningReady(t, ns, "b")
-	c.PDB(t, ns, "pdb", "guarded", 2, nil)
-	c.WaitPDB(t, ns, "pdb", "no disruption allowed", func(s policyv1.PodDisruptionBudgetStatus) bool {
-		return s.CurrentHealthy == 2 && s.DisruptionsAllowed == 0
-	})
-	recorder := c.RecordPods(t, ns, "app=guarded")
-
-	createEvictionRequest(t, c.Cluster, a, "drain-a")
-	c.Poll(t, "the imperative responder to report a refused eviction", func(ctx context.Context) (bool, error) {
-		ev, err := evictionOf(ctx, c.Cluster, a)
-		if err != nil || ev == nil {
-			return false, err
-		}
-		state, rs := responderOf(ev, lifecyclev1alpha1.EvictionResponderImperativeEviction)
-		return state == lifecyclev1alpha1.ResponderStateActive && strings.Contains(ptr.Deref(rs.Message, ""), "disruption budget"), nil
-	})
+	a, recorder := requestBlockedByBudget(t, c.Cluster, ns)
 
 	requests := c.Client.LifecycleV1alpha1().EvictionRequests(ns)
 	var generation int64
@@ -301,11 +300,7 @@ func TestKEP4563BlockedRequestEndsWhenWithdrawn(t *testing.T) {
 	// The budget allows a disruption now: nothing asks any more, so the
 	// responder does not try again. A later request for the other pod,
 	// evicted once the budget allows it, shows the responder at work.
-	pdb, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "pdb", metav1.GetOptions{})
-	require.NoError(t, err)
-	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(1))
-	_, err = c.Client.PolicyV1().PodDisruptionBudgets(ns).Update(context.Background(), pdb, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	allowOneDisruption(t, c.Cluster, ns)
 	b, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "b", metav1.GetOptions{})
 	require.NoError(t, err)
 	createEvictionRequest(t, c.Cluster, b, "drain-b")

@@ -13,11 +13,7 @@ import (
 // reads the default line, as hack/lib/init.sh's line::default picks it.
 func TestDefaultLineIsTheNewestThatIsNotAPreview(t *testing.T) {
 	root := t.TempDir()
-	write := func(path, content string) {
-		t.Helper()
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte(content), 0o644))
-	}
+	write := fileWriter(t, root)
 	write("build/kubernetes/component.env", "UPSTREAM_MODULE=k8s.io/kubernetes\nFORK_NAME=guard\n")
 	write("patches/kubernetes/1.80/line.env", "UPSTREAM_VERSION=v1.80.3\n")
 	write("patches/kubernetes/1.81/line.env", "UPSTREAM_VERSION=v1.81.2\nLINE_PREVIEW=false\n")
@@ -53,11 +49,7 @@ func TestDefaultLineIsTheNewestThatIsNotAPreview(t *testing.T) {
 // kubernetes 1.37.
 func TestAPreviewLineIsOneForEveryComponent(t *testing.T) {
 	root := t.TempDir()
-	write := func(path, content string) {
-		t.Helper()
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte(content), 0o644))
-	}
+	write := fileWriter(t, root)
 	write("patches/kubernetes/1.81/line.env", "UPSTREAM_VERSION=v1.81.2\n")
 	write("patches/kubernetes/1.82/line.env", "UPSTREAM_VERSION=v1.82.0-beta.0\nLINE_PREVIEW=true\n")
 	write("patches/descheduler/1.81/line.env", "UPSTREAM_VERSION=v0.80.0\n")
@@ -72,4 +64,14 @@ func TestAPreviewLineIsOneForEveryComponent(t *testing.T) {
 
 	_, err = IsPreview(root, "descheduler", "1.83")
 	require.Error(t, err, "a line the component does not have")
+}
+
+// fileWriter returns a function that writes content to path under root,
+// making its folders.
+func fileWriter(t *testing.T, root string) func(path, content string) {
+	return func(path, content string) {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte(content), 0o644))
+	}
 }

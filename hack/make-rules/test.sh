@@ -135,7 +135,13 @@ for line in "${lines[@]}"; do
     LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
   else
     phase "release line ${line}: upstream unit tests of the packages its kubernetes series touches (MAKE_TEST_SCOPE=unit; make test LINE=${line} runs it in full)"
-    LINE="${line}" TEST_UPSTREAM_UNIT_ONLY=1 TEST_UPSTREAM_COMPONENTS=kubernetes "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+    # Its tree is applied here: no build of this line ran before (make
+    # verify applies it too, but a SKIP_VERIFY run must not depend on that).
+    (
+      export LINE="${line}"
+      "${REPO_ROOT}/hack/make-rules/apply.sh" kubernetes &&
+        TEST_UPSTREAM_UNIT_ONLY=1 TEST_UPSTREAM_COMPONENTS=kubernetes "${REPO_ROOT}/hack/make-rules/test-upstream.sh"
+    ) || status=1
   fi
 done
 if [[ "${with_default}" == true ]]; then

@@ -15,6 +15,9 @@
 #   TEST_UPSTREAM_COMPONENTS="kubernetes" restricts it (default: every component).
 #   TEST_UPSTREAM_UNIT_ONLY=1 runs the unit tests only (make test on a line
 #   with MAKE_TEST_SCOPE=unit).
+#   TEST_UPSTREAM_SKIP_DIRS="<dir> ..." leaves those touched packages (paths
+#   in the component's tree) out, each named in the log (make test on a line
+#   whose line.env sets MAKE_TEST_UNIT_SKIP_DIRS).
 #   COMPONENT_TREE_AT=<dir> tests that checkout of the component (a git
 #   worktree of its tree, on its base tag) instead of _output/src/<c>: what
 #   `make topic-test` runs on a tree of one topic and its dependencies.
@@ -42,6 +45,10 @@ test_component() {
     done < <(component::list_file always-test-packages)
   fi
   for d in "${dirs[@]}"; do
+    if [[ " ${TEST_UPSTREAM_SKIP_DIRS:-} " == *" ${d} "* ]]; then
+      log "${COMPONENT_NAME}: ${d} left out (TEST_UPSTREAM_SKIP_DIRS)"
+      continue
+    fi
     case "${d}" in
       test/integration/*) integration+=("./${d}") ;;
       test/e2e*) ;; # needs a running cluster; covered by test/e2e of this repo

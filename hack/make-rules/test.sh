@@ -25,7 +25,9 @@
 # MAKE_TEST_SCOPE=unit (a preview, line 1.38) only the upstream unit tests
 # of the packages its kubernetes series touches, to keep a cold CI run under
 # its limit (its descheduler series is the default line's, tested there in
-# full; make verify checks that it applies and its go.mod overlay).
+# full; make verify checks that it applies and its go.mod overlay), less
+# the packages its line.env lists in MAKE_TEST_UNIT_SKIP_DIRS (a package whose
+# test binary costs most of the phase to compile).
 # `make test LINE=<line>` runs that one line in full instead (its build,
 # pristine control plane, verify, upstream unit and integration tests, e2e;
 # this repository's own tests are the default line's and run with it only).
@@ -140,7 +142,9 @@ for line in "${lines[@]}"; do
     (
       export LINE="${line}"
       "${REPO_ROOT}/hack/make-rules/apply.sh" kubernetes &&
-        TEST_UPSTREAM_UNIT_ONLY=1 TEST_UPSTREAM_COMPONENTS=kubernetes "${REPO_ROOT}/hack/make-rules/test-upstream.sh"
+        TEST_UPSTREAM_UNIT_ONLY=1 TEST_UPSTREAM_COMPONENTS=kubernetes \
+          TEST_UPSTREAM_SKIP_DIRS="$(line::env_value "${line}" MAKE_TEST_UNIT_SKIP_DIRS)" \
+          "${REPO_ROOT}/hack/make-rules/test-upstream.sh"
     ) || status=1
   fi
 done

@@ -217,8 +217,16 @@ type lane struct {
 // benchmarkVictimRemoval runs removals against a kube-apiserver started
 // with opts, b.N victims each (see benchmarkLanes). With profileDir set, it
 // then writes profileDir/<method>.pprof (see BenchmarkVictimRemoval).
+// KUBE_GUARD_VICTIM_REMOVAL_APISERVER=<binary> runs that kube-apiserver
+// instead of the default line's, e.g. another line's
+// (_output/bin/<line>/kube-apiserver, `make build LINE=<line>`):
+//
+//	KUBE_GUARD_VICTIM_REMOVAL_APISERVER=$PWD/_output/bin/1.38/kube-apiserver go test ./test/integration -run '^$' -bench 'BenchmarkVictimRemoval(FastPath)?$' -benchtime 400x
 func benchmarkVictimRemoval(b *testing.B, opts controlplane.Options, removals []removal, workload, out, profileDir string) {
 	b.StopTimer()
+	if bin := os.Getenv("KUBE_GUARD_VICTIM_REMOVAL_APISERVER"); bin != "" && opts.Binary == "" {
+		opts.Binary = bin
+	}
 	s := controlplane.StartAPIServer(b, opts)
 	c := unlimitedClient(b, s)
 	var lanes []lane

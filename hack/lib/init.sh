@@ -123,12 +123,13 @@ line::newest() {
 
 # line::env_value LINE NAME: the value NAME has in the line.env of LINE of any
 # component (the first that sets it), empty when none does. line.env files
-# are plain NAME=value lines, read here without running them.
+# are plain NAME=value lines, read here without running them (a value in
+# double quotes, a list, is returned without them).
 line::env_value() {
   local d
   for d in "${REPO_ROOT}"/patches/*/"$1"/line.env; do
     [[ -f "${d}" ]] || continue
-    sed -n "s/^$2=//p" "${d}" | tail -n1 | grep . && return 0
+    sed -n "s/^$2=//p" "${d}" | tail -n1 | sed 's/^"\(.*\)"$/\1/' | grep . && return 0
   done
   return 0
 }

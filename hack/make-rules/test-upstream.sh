@@ -17,7 +17,7 @@
 #   with MAKE_TEST_SCOPE=unit).
 #   TEST_UPSTREAM_SKIP_DIRS="<dir> ..." leaves those touched packages (paths
 #   in the component's tree) out, each named in the log (make test on a line
-#   whose line.env sets MAKE_TEST_UNIT_SKIP_DIRS).
+#   whose line.env sets MAKE_TEST_SKIP_DIRS).
 #   COMPONENT_TREE_AT=<dir> tests that checkout of the component (a git
 #   worktree of its tree, on its base tag) instead of _output/src/<c>: what
 #   `make topic-test` runs on a tree of one topic and its dependencies.

@@ -25,9 +25,10 @@
 # MAKE_TEST_SCOPE=unit (a preview, line 1.38) only the upstream unit tests
 # of the packages its kubernetes series touches, to keep a cold CI run under
 # its limit (its descheduler series is the default line's, tested there in
-# full; make verify checks that it applies and its go.mod overlay), less
-# the packages its line.env lists in MAKE_TEST_UNIT_SKIP_DIRS (a package whose
-# test binary costs most of the phase to compile).
+# full; make verify checks that it applies and its go.mod overlay). An
+# older or preview line leaves out the touched packages its line.env lists
+# in MAKE_TEST_SKIP_DIRS (a package whose test binary costs most of a phase
+# to compile, or whose copy on the default line tests the same code).
 # `make test LINE=<line>` runs that one line in full instead (its build,
 # pristine control plane, verify, upstream unit and integration tests, e2e;
 # this repository's own tests are the default line's and run with it only).
@@ -134,7 +135,9 @@ for line in "${lines[@]}"; do
     LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
   elif [[ "$(scope "${line}")" == full ]]; then
     phase "release line ${line}: upstream tests of the packages its series touch"
-    LINE="${line}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
+    skip_dirs=""
+    [[ -n "${LINE:-}" ]] || skip_dirs="$(line::env_value "${line}" MAKE_TEST_SKIP_DIRS)"
+    LINE="${line}" TEST_UPSTREAM_SKIP_DIRS="${skip_dirs}" "${REPO_ROOT}/hack/make-rules/test-upstream.sh" || status=1
   else
     phase "release line ${line}: upstream unit tests of the packages its kubernetes series touches (MAKE_TEST_SCOPE=unit; make test LINE=${line} runs it in full)"
     # Its tree is applied here: no build of this line ran before (make
@@ -143,7 +146,7 @@ for line in "${lines[@]}"; do
       export LINE="${line}"
       "${REPO_ROOT}/hack/make-rules/apply.sh" kubernetes &&
         TEST_UPSTREAM_UNIT_ONLY=1 TEST_UPSTREAM_COMPONENTS=kubernetes \
-          TEST_UPSTREAM_SKIP_DIRS="$(line::env_value "${line}" MAKE_TEST_UNIT_SKIP_DIRS)" \
+          TEST_UPSTREAM_SKIP_DIRS="$(line::env_value "${line}" MAKE_TEST_SKIP_DIRS)" \
           "${REPO_ROOT}/hack/make-rules/test-upstream.sh"
     ) || status=1
   fi

@@ -168,3 +168,16 @@ func moduleVersion(t *testing.T, module string) string {
 	require.NoError(t, err)
 	return strings.TrimSpace(string(out))
 }
+
+// TestLineEnvValueOfAList: a line.env setting that lists several values is
+// written in double quotes (the file is also sourced), and line::env_value,
+// which reads it without running it, returns the list without them, so that
+// make test's MAKE_TEST_SKIP_DIRS matches its first and last package too.
+func TestLineEnvValueOfAList(t *testing.T) {
+	root := fakeLines(t, map[string]string{
+		"kubernetes/1.80": "UPSTREAM_VERSION=v1.80.3\nMAKE_TEST_SKIP_DIRS=\"a/b c/d\"\nMAKE_TEST_SCOPE=unit\n",
+	})
+	out, err := inLines(t, root, "", `line::env_value 1.80 MAKE_TEST_SKIP_DIRS; line::env_value 1.80 MAKE_TEST_SCOPE; source patches/kubernetes/1.80/line.env; echo "${MAKE_TEST_SKIP_DIRS}"`)
+	require.NoError(t, err, out)
+	require.Equal(t, "a/b c/d\nunit\na/b c/d", out)
+}
